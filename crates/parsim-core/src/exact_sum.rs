@@ -1,0 +1,317 @@
+//! Reproducible floating-point sums: exact accumulation, one rounding at the end.
+//!
+//! [`ExactSum`] keeps the exact value of a sum of `f64`s in a wide fixed-point
+//! accumulator (a Kulisch-style long accumulator of 32-bit digits covering every
+//! finite `f64` from 2⁻¹⁰⁷⁴ to 2¹⁰²⁴), so the result is the correctly rounded
+//! exact sum. It does not depend on the order of the additions, on how the
+//! values were split between ranks, or on how partial sums were merged: the
+//! value is bitwise the same for 1 rank or 1000.
+//!
+//! ```
+//! use parsim_core::ExactSum;
+//!
+//! let xs = [1e16, 1.0, -1e16, 0.5];
+//! let mut a = ExactSum::new();
+//! xs.iter().for_each(|&x| a.add(x));
+//! let mut b = ExactSum::new();
+//! xs.iter().rev().for_each(|&x| b.add(x));
+//! assert_eq!(a.value(), 1.5);          // naive left-to-right summation gives 0.5
+//! assert_eq!(a.value().to_bits(), b.value().to_bits());
+//! ```
+//!
+//! To reduce across ranks, exchange [`ExactSum::to_limbs`] (plain `i64`s) with an
+//! integer sum reduction and rebuild with [`ExactSum::from_limbs`]; `parsim-comm`
+//! wraps this as `all_reduce_exact`.
+
+use serde::{Deserialize, Serialize};
+
+/// Bits per digit of the accumulator.
+const DIGIT_BITS: u32 = 32;
+/// Offset so that the smallest subnormal (2^-1074) lands at bit 0.
+const BIAS: i32 = 1074;
+/// Number of 32-bit digits: 2098 bits of range plus headroom for carries.
+pub const LIMBS: usize = 68;
+/// Additions allowed between carry normalisations (each adds < 2^32 to a digit).
+const NORMALISE_EVERY: u32 = 1 << 29;
+
+/// An exact, order-independent accumulator of `f64` values.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExactSum {
+    /// Signed digits of base 2^32, least significant first.
+    limbs: Vec<i64>,
+    pending: u32,
+    /// Bit 0: NaN seen; bit 1: +inf seen; bit 2: -inf seen.
+    special: u8,
+}
+
+impl Default for ExactSum {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ExactSum {
+    /// An empty sum (value 0).
+    pub fn new() -> Self {
+        ExactSum { limbs: vec![0; LIMBS], pending: 0, special: 0 }
+    }
+
+    /// Adds one value exactly.
+    #[inline]
+    pub fn add(&mut self, x: f64) {
+        if !x.is_finite() {
+            self.special |= if x.is_nan() {
+                1
+            } else if x > 0.0 {
+                2
+            } else {
+                4
+            };
+            return;
+        }
+        let bits = x.to_bits();
+        let exp_field = ((bits >> 52) & 0x7ff) as i32;
+        let frac = bits & ((1u64 << 52) - 1);
+        if exp_field == 0 && frac == 0 {
+            return;
+        }
+        // x = mant * 2^(e - BIAS) with e >= 0.
+        let (mant, e) = if exp_field == 0 { (frac, 0) } else { (frac | (1u64 << 52), exp_field - 1) };
+        let digit = (e as u32 / DIGIT_BITS) as usize;
+        let shift = e as u32 % DIGIT_BITS;
+        let wide = u128::from(mant) << shift; // < 2^85: at most three digits
+        let neg = (bits >> 63) == 1;
+        for k in 0..3 {
+            let d = ((wide >> (32 * k)) & 0xffff_ffff) as i64;
+            if d != 0 {
+                if neg {
+                    self.limbs[digit + k] -= d;
+                } else {
+                    self.limbs[digit + k] += d;
+                }
+            }
+        }
+        self.pending += 1;
+        if self.pending >= NORMALISE_EVERY {
+            self.normalise();
+        }
+    }
+
+    /// Adds every value of a slice.
+    pub fn add_slice(&mut self, xs: &[f64]) {
+        for &x in xs {
+            self.add(x);
+        }
+    }
+
+    /// Merges another partial sum into this one (exactly).
+    pub fn merge(&mut self, other: &ExactSum) {
+        let mut o = other.clone();
+        o.normalise();
+        self.normalise();
+        for (a, b) in self.limbs.iter_mut().zip(&o.limbs) {
+            *a += *b;
+        }
+        self.special |= other.special;
+        self.normalise();
+    }
+
+    /// Propagates carries so every digit but the top one is in [0, 2^32).
+    fn normalise(&mut self) {
+        let mut carry = 0i64;
+        let n = self.limbs.len();
+        for (i, l) in self.limbs.iter_mut().enumerate() {
+            let v = *l + carry;
+            if i + 1 == n {
+                *l = v;
+            } else {
+                *l = v & 0xffff_ffff;
+                carry = v >> 32; // arithmetic shift: floor division
+            }
+        }
+        self.pending = 0;
+    }
+
+    /// The accumulator as plain integers, for an integer sum reduction across ranks.
+    ///
+    /// The last element carries the special-value flags; summing the limb
+    /// vectors of several accumulators elementwise and calling
+    /// [`from_limbs`](Self::from_limbs) equals merging them, for up to 2³⁰ parts.
+    pub fn to_limbs(&self) -> Vec<i64> {
+        let mut c = self.clone();
+        c.normalise();
+        let mut v = c.limbs;
+        // One counter per special kind so that summing keeps "seen at least once".
+        v.push(i64::from(self.special & 1));
+        v.push(i64::from((self.special >> 1) & 1));
+        v.push(i64::from((self.special >> 2) & 1));
+        v
+    }
+
+    /// Rebuilds an accumulator from (possibly summed) [`to_limbs`](Self::to_limbs) output.
+    ///
+    /// Returns `None` when the slice has the wrong length.
+    pub fn from_limbs(limbs: &[i64]) -> Option<Self> {
+        if limbs.len() != LIMBS + 3 {
+            return None;
+        }
+        let flags = &limbs[LIMBS..];
+        let special = u8::from(flags[0] > 0) | (u8::from(flags[1] > 0) << 1) | (u8::from(flags[2] > 0) << 2);
+        let mut s = ExactSum { limbs: limbs[..LIMBS].to_vec(), pending: 0, special };
+        s.normalise();
+        Some(s)
+    }
+
+    /// The exact sum rounded once to the nearest `f64` (ties to even).
+    ///
+    /// NaN if a NaN was added or both infinities were; ±inf if one infinity
+    /// was added or the exact sum overflows.
+    pub fn value(&self) -> f64 {
+        match self.special {
+            0 => {}
+            2 => return f64::INFINITY,
+            4 => return f64::NEG_INFINITY,
+            _ => return f64::NAN,
+        }
+        let mut c = self.clone();
+        c.normalise();
+        let negative = *c.limbs.last().expect("limbs") < 0;
+        let mut mag: Vec<u64> = Vec::with_capacity(LIMBS);
+        if negative {
+            // Two's complement negate over base-2^32 digits.
+            let mut borrow = 0i64;
+            for &l in &c.limbs {
+                let v = -l - borrow;
+                mag.push((v & 0xffff_ffff) as u64);
+                borrow = i64::from(v < 0);
+            }
+        } else {
+            mag.extend(c.limbs.iter().map(|&l| l as u64));
+        }
+        let top = match mag.iter().rposition(|&d| d != 0) {
+            Some(t) => t,
+            None => return 0.0,
+        };
+        // Highest set bit, as an absolute bit index.
+        let hb = top as i64 * 32 + 63 - i64::from(mag[top].leading_zeros());
+        let bit = |i: i64| -> u64 {
+            if i < 0 {
+                0
+            } else {
+                (mag[(i / 32) as usize] >> (i % 32)) & 1
+            }
+        };
+        // Bit index i has weight 2^(i - 1074). Keep 53 significant bits, or
+        // fewer in the subnormal range where the lowest kept bit is index 0.
+        let lowest_kept = (hb - 52).max(0);
+        let mut m: u64 = 0;
+        for i in (lowest_kept..=hb).rev() {
+            m = (m << 1) | bit(i);
+        }
+        let round_bit = bit(lowest_kept - 1);
+        let sticky = (0..lowest_kept - 1).any(|i| bit(i) == 1);
+        if round_bit == 1 && (sticky || (m & 1) == 1) {
+            m += 1;
+        }
+        let v = (m as f64) * pow2(lowest_kept - i64::from(BIAS));
+        if negative {
+            -v
+        } else {
+            v
+        }
+    }
+}
+
+/// 2^e as an exact f64 for e in the representable range, ±inf/0 beyond.
+fn pow2(e: i64) -> f64 {
+    // Split to stay inside the normal range at each multiplication.
+    let mut r = 1.0f64;
+    let mut e = e;
+    while e > 1000 {
+        r *= f64::from_bits(((1000 + 1023) as u64) << 52);
+        e -= 1000;
+    }
+    while e < -1000 {
+        r *= f64::from_bits(((-1000 + 1023) as u64) << 52);
+        e += 1000;
+    }
+    r * f64::from_bits(((e + 1023) as u64) << 52)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::StreamKey;
+    use rand_core::RngCore;
+
+    fn exact(xs: &[f64]) -> f64 {
+        let mut s = ExactSum::new();
+        s.add_slice(xs);
+        s.value()
+    }
+
+    #[test]
+    fn small_cases_are_exact() {
+        assert_eq!(exact(&[]), 0.0);
+        assert_eq!(exact(&[1.0, 2.0, 3.0]), 6.0);
+        assert_eq!(exact(&[0.1, 0.2]), 0.1 + 0.2);
+        assert_eq!(exact(&[1e308, 1e308, -1e308]), 1e308);
+        assert_eq!(exact(&[f64::MIN_POSITIVE / 4.0, f64::MIN_POSITIVE / 4.0]), f64::MIN_POSITIVE / 2.0);
+        assert_eq!(exact(&[5e-324, 5e-324, 5e-324]), 1.5e-323);
+        assert_eq!(exact(&[-3.5, 1.25]), -2.25);
+        assert_eq!(exact(&[f64::MAX, f64::MAX]), f64::INFINITY);
+        assert!(exact(&[f64::INFINITY, f64::NEG_INFINITY]).is_nan());
+        assert_eq!(exact(&[1.0, f64::INFINITY]), f64::INFINITY);
+    }
+
+    #[test]
+    fn rounding_is_to_nearest_even() {
+        // 1 + 2^-53 is a tie: rounds to 1 (even); 1 + 2^-53 + 2^-80 rounds up.
+        let half_ulp = 2f64.powi(-53);
+        assert_eq!(exact(&[1.0, half_ulp]), 1.0);
+        assert_eq!(exact(&[1.0, half_ulp, 2f64.powi(-80)]), 1.0 + 2f64.powi(-52));
+        // (1 + 2^-52) + 2^-53 is a tie between odd and even: rounds up to even.
+        assert_eq!(exact(&[1.0 + 2f64.powi(-52), half_ulp]), 1.0 + 2f64.powi(-51));
+    }
+
+    #[test]
+    fn order_and_split_do_not_change_bits() {
+        let mut s = StreamKey::new(77).stream();
+        let xs: Vec<f64> = (0..10_000)
+            .map(|_| {
+                let m = s.uniform() - 0.5;
+                let e = (s.next_u32() % 60) as i32 - 40;
+                m * 2f64.powi(e)
+            })
+            .collect();
+        let whole = exact(&xs);
+        let mut rev = xs.clone();
+        rev.reverse();
+        assert_eq!(exact(&rev).to_bits(), whole.to_bits());
+        for parts in [2usize, 3, 7, 64] {
+            let chunk = xs.len().div_ceil(parts);
+            let mut total = ExactSum::new();
+            let mut limb_sum = vec![0i64; LIMBS + 3];
+            for c in xs.chunks(chunk) {
+                let mut p = ExactSum::new();
+                p.add_slice(c);
+                for (a, b) in limb_sum.iter_mut().zip(p.to_limbs()) {
+                    *a += b;
+                }
+                total.merge(&p);
+            }
+            assert_eq!(total.value().to_bits(), whole.to_bits());
+            let rebuilt = ExactSum::from_limbs(&limb_sum).expect("length");
+            assert_eq!(rebuilt.value().to_bits(), whole.to_bits());
+        }
+        // Against a wide reference: the exact sum of these values fits an i128
+        // after scaling by 2^(40+53).
+        let scaled: i128 = xs.iter().map(|&x| (x * 2f64.powi(93)) as i128).sum();
+        assert_eq!(whole, scaled as f64 * 2f64.powi(-93));
+    }
+
+    #[test]
+    fn from_limbs_rejects_wrong_length() {
+        assert!(ExactSum::from_limbs(&[0; 3]).is_none());
+    }
+}
