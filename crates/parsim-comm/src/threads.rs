@@ -1,0 +1,381 @@
+//! The threads backend: N ranks as N threads of one process.
+//!
+//! Every rank has a mailbox; a send moves the `Vec` into the destination's
+//! mailbox (no copy, no serialisation), a receive takes the earliest matching
+//! message out. Waiters spin briefly when every rank has a core of its own,
+//! then yield, then sleep on a condition variable. A rank that panics or
+//! returns an error marks the job failed, and every blocked call on the
+//! other ranks returns [`CommError::PeerFailed`] at once.
+//!
+//! ```
+//! use parsim_comm::{Comm, Launcher, Source, TagMatch};
+//!
+//! let out = Launcher::new(3).run(|comm| {
+//!     let next = (comm.rank() + 1) % comm.size();
+//!     comm.send(next, 0, vec![comm.rank() as u32])?;
+//!     let m = comm.recv::<u32>(Source::Any, TagMatch::Tag(0))?;
+//!     Ok::<_, parsim_comm::CommError>(m.data[0])
+//! })?;
+//! assert_eq!(out, vec![2, 0, 1]);
+//! # Ok::<(), parsim_comm::CommError>(())
+//! ```
+
+mod collective;
+mod request;
+mod world;
+
+use std::cell::Cell;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytemuck::Pod;
+use parsim_core::{Phase, PhaseClock};
+
+pub use request::{ThreadRecv, ThreadSend};
+use world::{bytes_of, Envelope, Matcher, Mode, Stop, World};
+
+use crate::{check_rank, check_tag, Comm, CommError, Message, Result, Source, Status, Tag, TagMatch};
+
+/// What one communicator of one rank needs, shared with its requests.
+pub(crate) struct Inner {
+    world: Arc<World>,
+    /// Context id; point-to-point traffic uses `2 * ctx`, collectives `2 * ctx + 1`.
+    ctx: u64,
+    /// World rank of each rank of this communicator.
+    members: Arc<[usize]>,
+    rank: usize,
+    clock: Arc<PhaseClock>,
+}
+
+impl Inner {
+    fn world_of(&self, r: usize) -> usize {
+        self.members[r]
+    }
+
+    fn me(&self) -> usize {
+        self.members[self.rank]
+    }
+
+    fn stop_error(&self, stop: Stop, source: Option<usize>) -> CommError {
+        match stop {
+            Stop::Failed(rank, message) => CommError::PeerFailed { rank, message },
+            Stop::Finished => CommError::PeerFinished {
+                rank: self.rank,
+                peer: source.map_or_else(|| "any rank".to_string(), |s| format!("rank {s}")),
+            },
+        }
+    }
+
+    fn send_raw<T: Pod + Send>(&self, ctx: u64, dest: usize, tag: Tag, data: Vec<T>) -> Result<()> {
+        check_rank(dest, self.members.len())?;
+        if let Some((rank, message)) = self.world.failure() {
+            return Err(CommError::PeerFailed { rank, message });
+        }
+        let bytes = std::mem::size_of_val(data.as_slice());
+        let env = Envelope { ctx, src: self.rank, tag, bytes, payload: Box::new(data), as_bytes: bytes_of::<T> };
+        let wdest = self.world_of(dest);
+        self.world.deliver(wdest, env);
+        self.clock.sent(wdest, bytes);
+        Ok(())
+    }
+
+    /// Takes the first message matching (`ctx`, `source`, `tag`) as a `Vec<T>`.
+    fn recv_raw<T: Pod + Send>(
+        &self,
+        ctx: u64,
+        source: Option<usize>,
+        tag: Option<Tag>,
+        block: bool,
+    ) -> Result<Option<Message<T>>> {
+        if let Some(s) = source {
+            check_rank(s, self.members.len())?;
+        }
+        let m = Matcher { ctx, source, tag };
+        let clock = &self.clock;
+        let awaited = source.map(|s| self.world_of(s));
+        let taken = self
+            .world
+            .poll(self.me(), &m, &self.members, awaited, if block { Mode::Block } else { Mode::Test }, &mut || {
+                clock.switch(Phase::Wait);
+            }, |q, i| q.remove(i).expect("index from position"));
+        // Whatever happened, the idle part (if any) is over.
+        clock.switch(Phase::Comm);
+        let env = match taken {
+            Ok(Some(env)) => env,
+            Ok(None) => return Ok(None),
+            Err(stop) => return Err(self.stop_error(stop, source)),
+        };
+        self.clock.received(self.world_of(env.src), env.bytes);
+        let (src, tag, bytes) = (env.src, env.tag, env.bytes);
+        let data = match env.payload.downcast::<Vec<T>>() {
+            Ok(v) => *v,
+            Err(payload) => {
+                // Sent as another element type: reinterpret the bytes, as MPI would.
+                let raw = (env.as_bytes)(&*payload);
+                let size = std::mem::size_of::<T>();
+                if size == 0 || raw.len() % size != 0 {
+                    return Err(CommError::TypeMismatch { sender: src, tag, bytes, expected: std::any::type_name::<T>() });
+                }
+                let mut v = vec![T::zeroed(); raw.len() / size];
+                bytemuck::cast_slice_mut::<T, u8>(&mut v).copy_from_slice(raw);
+                v
+            }
+        };
+        Ok(Some(Message { source: src, tag, data }))
+    }
+
+    fn probe_raw(&self, source: Option<usize>, tag: Option<Tag>, block: bool) -> Result<Option<Status>> {
+        if let Some(s) = source {
+            check_rank(s, self.members.len())?;
+        }
+        let m = Matcher { ctx: 2 * self.ctx, source, tag };
+        let clock = &self.clock;
+        let _g = clock.enter(Phase::Comm);
+        let awaited = source.map(|s| self.world_of(s));
+        let mode = if block { Mode::Block } else { Mode::Peek };
+        let r = self.world.poll(self.me(), &m, &self.members, awaited, mode, &mut || {
+            clock.switch(Phase::Wait);
+        }, |q, i| {
+            let e = &q[i];
+            Status { source: e.src, tag: e.tag, bytes: e.bytes }
+        });
+        clock.switch(Phase::Comm);
+        r.map_err(|stop| self.stop_error(stop, source))
+    }
+}
+
+/// One rank's communicator on the threads backend. Created by [`launch`] /
+/// [`Launcher::run`] and by [`Comm::split`].
+pub struct ThreadComm {
+    inner: Arc<Inner>,
+    /// Number of splits made so far (collective, so equal on all ranks).
+    splits: Cell<u64>,
+    /// Number of collectives run so far, used as their tag.
+    collectives: Cell<u32>,
+}
+
+impl std::fmt::Debug for ThreadComm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ThreadComm").field("rank", &self.inner.rank).field("size", &self.inner.members.len()).finish()
+    }
+}
+
+fn source_of(s: Source) -> Option<usize> {
+    match s {
+        Source::Any => None,
+        Source::Rank(r) => Some(r),
+    }
+}
+
+fn tag_of(t: TagMatch) -> Result<Option<Tag>> {
+    match t {
+        TagMatch::Any => Ok(None),
+        TagMatch::Tag(t) => check_tag(t).map(|_| Some(t)),
+    }
+}
+
+impl Comm for ThreadComm {
+    type SendRequest = ThreadSend;
+    type RecvRequest<T: Pod + Send> = ThreadRecv<T>;
+
+    fn rank(&self) -> usize {
+        self.inner.rank
+    }
+
+    fn size(&self) -> usize {
+        self.inner.members.len()
+    }
+
+    fn world_rank(&self) -> usize {
+        self.inner.me()
+    }
+
+    fn clock(&self) -> &PhaseClock {
+        &self.inner.clock
+    }
+
+    fn backend(&self) -> &'static str {
+        "threads"
+    }
+
+    fn isend<T: Pod + Send>(&self, dest: usize, tag: Tag, data: Vec<T>) -> Result<ThreadSend> {
+        check_tag(tag)?;
+        let _g = self.inner.clock.enter(Phase::Comm);
+        self.inner.send_raw(2 * self.inner.ctx, dest, tag, data)?;
+        Ok(ThreadSend::new(self.inner.clone()))
+    }
+
+    fn irecv<T: Pod + Send>(&self, source: Source, tag: TagMatch) -> Result<ThreadRecv<T>> {
+        let src = source_of(source);
+        if let Some(s) = src {
+            check_rank(s, self.size())?;
+        }
+        Ok(ThreadRecv::new(self.inner.clone(), src, tag_of(tag)?))
+    }
+
+    fn probe(&self, source: Source, tag: TagMatch) -> Result<Status> {
+        Ok(self.inner.probe_raw(source_of(source), tag_of(tag)?, true)?.expect("blocking probe returns a status"))
+    }
+
+    fn iprobe(&self, source: Source, tag: TagMatch) -> Result<Option<Status>> {
+        self.inner.probe_raw(source_of(source), tag_of(tag)?, false)
+    }
+
+    fn barrier(&self) -> Result<()> {
+        collective::barrier(self)
+    }
+
+    fn broadcast<T: Pod + Send>(&self, root: usize, data: Vec<T>) -> Result<Vec<T>> {
+        collective::broadcast(self, root, data)
+    }
+
+    fn gather<T: Pod + Send>(&self, root: usize, data: Vec<T>) -> Result<Option<Vec<Vec<T>>>> {
+        collective::gather(self, root, data)
+    }
+
+    fn all_gather<T: Pod + Send>(&self, data: Vec<T>) -> Result<Vec<Vec<T>>> {
+        collective::all_gather(self, data)
+    }
+
+    fn all_to_all_v<T: Pod + Send>(&self, parts: Vec<Vec<T>>) -> Result<Vec<Vec<T>>> {
+        collective::all_to_all_v(self, parts)
+    }
+
+    fn split(&self, colour: Option<u32>, key: u32) -> Result<Option<Self>> {
+        let mine = [u64::from(colour.is_some()), u64::from(colour.unwrap_or(0)), u64::from(key)];
+        let all = self.all_gather(mine.to_vec())?;
+        let seq = self.splits.get();
+        self.splits.set(seq + 1);
+        let Some(colour) = colour else { return Ok(None) };
+        let mut group: Vec<(u64, usize)> = all
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| v[0] == 1 && v[1] == u64::from(colour))
+            .map(|(r, v)| (v[2], r))
+            .collect();
+        group.sort_unstable();
+        let members: Arc<[usize]> = group.iter().map(|&(_, r)| self.inner.members[r]).collect();
+        let rank = group.iter().position(|&(_, r)| r == self.rank()).expect("this rank is in its own group");
+        let ctx = self.inner.world.context_for(self.inner.ctx, seq, colour);
+        let inner = Inner { world: self.inner.world.clone(), ctx, members, rank, clock: self.inner.clock.clone() };
+        Ok(Some(ThreadComm { inner: Arc::new(inner), splits: Cell::new(0), collectives: Cell::new(0) }))
+    }
+}
+
+/// Configures and runs a threads-backend job.
+///
+/// ```
+/// use parsim_comm::{Comm, Launcher};
+///
+/// let traces = Launcher::new(2).trace(true).run(|comm| {
+///     comm.barrier()?;
+///     Ok::<_, parsim_comm::CommError>(comm.clock().trace(comm.rank()))
+/// })?;
+/// assert_eq!(traces.len(), 2);
+/// # Ok::<(), parsim_comm::CommError>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct Launcher {
+    ranks: usize,
+    trace: bool,
+    stack_size: usize,
+}
+
+impl Launcher {
+    /// A job of `ranks` ranks.
+    pub fn new(ranks: usize) -> Self {
+        Launcher { ranks, trace: false, stack_size: 16 << 20 }
+    }
+
+    /// Records trace spans on every rank's clock.
+    pub fn trace(mut self, on: bool) -> Self {
+        self.trace = on;
+        self
+    }
+
+    /// Stack size of each rank's thread (default 16 MiB).
+    pub fn stack_size(mut self, bytes: usize) -> Self {
+        self.stack_size = bytes;
+        self
+    }
+
+    /// Runs `f` on every rank, each on its own thread, and returns the
+    /// results in rank order.
+    ///
+    /// If a rank panics or returns an error, the other ranks' blocking calls
+    /// fail with [`CommError::PeerFailed`], and `run` returns
+    /// [`CommError::RankFailed`] with the first failing rank and its message.
+    pub fn run<R, E, F>(self, f: F) -> Result<Vec<R>>
+    where
+        F: Fn(ThreadComm) -> std::result::Result<R, E> + Sync,
+        R: Send,
+        E: std::fmt::Display,
+    {
+        if self.ranks == 0 {
+            return Err(CommError::BadArgument { op: "launch", msg: "the number of ranks must be at least 1".into() });
+        }
+        let world = Arc::new(World::new(self.ranks));
+        let epoch = Instant::now();
+        let members: Arc<[usize]> = (0..self.ranks).collect();
+        let results: Vec<Option<R>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..self.ranks)
+                .map(|rank| {
+                    let world = world.clone();
+                    let members = members.clone();
+                    let f = &f;
+                    let trace = self.trace;
+                    std::thread::Builder::new()
+                        .name(format!("parsim-rank-{rank}"))
+                        .stack_size(self.stack_size)
+                        .spawn_scoped(scope, move || {
+                            let clock = Arc::new(PhaseClock::with_epoch(world.size, epoch, trace));
+                            let inner = Inner { world: world.clone(), ctx: 0, members, rank, clock };
+                            let comm =
+                                ThreadComm { inner: Arc::new(inner), splits: Cell::new(0), collectives: Cell::new(0) };
+                            let out = match catch_unwind(AssertUnwindSafe(|| f(comm))) {
+                                Ok(Ok(v)) => Some(v),
+                                Ok(Err(e)) => {
+                                    world.fail(rank, e.to_string());
+                                    None
+                                }
+                                Err(panic) => {
+                                    world.fail(rank, format!("panicked: {}", panic_message(&*panic)));
+                                    None
+                                }
+                            };
+                            world.finish(rank);
+                            out
+                        })
+                        .expect("spawn a rank thread")
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap_or(None)).collect()
+        });
+        if let Some((rank, message)) = world.failure() {
+            return Err(CommError::RankFailed { rank, message });
+        }
+        Ok(results.into_iter().map(|r| r.expect("every rank succeeded")).collect())
+    }
+}
+
+/// Runs `f` on `ranks` ranks of the threads backend; see [`Launcher::run`].
+pub fn launch<R, E, F>(ranks: usize, f: F) -> Result<Vec<R>>
+where
+    F: Fn(ThreadComm) -> std::result::Result<R, E> + Sync,
+    R: Send,
+    E: std::fmt::Display,
+{
+    Launcher::new(ranks).run(f)
+}
+
+/// The text of a panic payload.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(non-string panic payload)".to_string()
+    }
+}
