@@ -1,1 +1,174 @@
-fn main() {}
+//! `parsim`: run scenarios on the threads or MPI backend, benchmark the
+//! runtime, and describe the build.
+//!
+//! Exit codes: 0 success, 1 the run failed, 2 bad input or usage.
+
+mod bench;
+mod progress;
+mod ring;
+mod runner;
+mod scenario;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+use runner::Backend;
+use scenario::{InputError, Scenario};
+
+#[derive(Parser, Debug)]
+#[command(name = "parsim", version, about = "Turn a sequential simulation into a parallel and distributed one")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run a scenario and write DIR/summary.json.
+    Run {
+        /// The scenario file (TOML).
+        scenario: PathBuf,
+        /// Number of ranks (threads backend; under MPI, mpirun decides).
+        #[arg(long)]
+        ranks: Option<u64>,
+        /// threads (default) or mpi (run under mpirun).
+        #[arg(long)]
+        backend: Option<String>,
+        /// Output directory (default: out/<scenario name>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Write a Chrome/Perfetto trace of every rank's phases to FILE.
+        #[arg(long, value_name = "FILE")]
+        trace: Option<PathBuf>,
+        /// Override the scenario's seed.
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Override a scenario key: --set table.key=value (repeatable).
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
+    },
+    /// Version, backends compiled in, cores, MPI library.
+    Info,
+    /// Benchmarks.
+    Bench {
+        #[command(subcommand)]
+        what: BenchWhat,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum BenchWhat {
+    /// Ping-pong latency and bandwidth between two ranks, and all-reduce latency.
+    Comm {
+        /// Ranks (threads backend; under MPI, mpirun decides).
+        #[arg(long, default_value_t = 2)]
+        ranks: usize,
+        /// threads (default) or mpi.
+        #[arg(long, default_value = "threads")]
+        backend: String,
+        /// Where to write the JSON report.
+        #[arg(long, default_value = "bench-comm.json")]
+        out: PathBuf,
+        /// Fewer iterations (a smoke test, not a measurement).
+        #[arg(long)]
+        quick: bool,
+    },
+}
+
+fn parse_backend(s: &str, flag: &str) -> Result<Backend, InputError> {
+    Backend::parse(s).ok_or_else(|| InputError::flag(flag, format!("expected threads or mpi, found \"{s}\"")))
+}
+
+fn cmd_run(
+    path: PathBuf,
+    ranks: Option<u64>,
+    backend: Option<String>,
+    out: Option<PathBuf>,
+    trace: Option<PathBuf>,
+    seed: Option<u64>,
+    set: Vec<String>,
+) -> Result<()> {
+    let mut sc = Scenario::load(&path)?;
+    for s in &set {
+        sc.set(s)?;
+    }
+    if let Some(s) = seed {
+        sc.set_value("run", "seed", toml::Value::Integer(s as i64));
+    }
+    if let Some(r) = ranks {
+        if r == 0 {
+            return Err(InputError::flag("--ranks 0", "the number of ranks must be at least 1").into());
+        }
+        sc.set_value("run", "ranks", toml::Value::Integer(r as i64));
+    }
+    if let Some(b) = &backend {
+        parse_backend(b, "--backend")?;
+        sc.set_value("run", "backend", toml::Value::String(b.clone()));
+    }
+    let plan = runner::plan(&mut sc, out, trace, ranks.is_some())?;
+    if let Some(done) = runner::execute(&plan)? {
+        let s = &done.summary;
+        println!(
+            "{} on {} {} rank(s): digest {}  wall {:.3} s  → {}",
+            s["model"].as_str().unwrap_or("?"),
+            s["ranks"],
+            runner::backend_name(plan.backend),
+            s["digest"].as_str().unwrap_or("?"),
+            s["wall_s"].as_f64().unwrap_or(0.0),
+            done.summary_path.display()
+        );
+        if let Some(t) = &plan.trace {
+            println!("trace → {}", t.display());
+        }
+    }
+    Ok(())
+}
+
+fn cmd_info() {
+    println!("parsim {}", env!("CARGO_PKG_VERSION"));
+    let mut backends = vec!["threads"];
+    if cfg!(feature = "mpi") {
+        backends.push("mpi");
+    }
+    println!("backends: {}", backends.join(", "));
+    println!("cores: {}", std::thread::available_parallelism().map_or(1, |n| n.get()));
+    #[cfg(feature = "mpi")]
+    println!("mpi library: {}", parsim_comm::mpi::library_version());
+    #[cfg(not(feature = "mpi"))]
+    println!("mpi library: (not compiled in; build with --features mpi)");
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run { scenario, ranks, backend, out, trace, seed, set } => {
+            cmd_run(scenario, ranks, backend, out, trace, seed, set)
+        }
+        Command::Info => {
+            cmd_info();
+            Ok(())
+        }
+        Command::Bench { what: BenchWhat::Comm { ranks, backend, out, quick } } => {
+            parse_backend(&backend, "--backend").map_err(anyhow::Error::from).and_then(|b| {
+                if ranks == 0 {
+                    return Err(InputError::flag("--ranks 0", "the number of ranks must be at least 1").into());
+                }
+                bench::run(b, ranks, out, quick)
+            })
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("parsim: error: {e:#}");
+            if e.downcast_ref::<InputError>().is_some() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::from(1)
+            }
+        }
+    }
+}

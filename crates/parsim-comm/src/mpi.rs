@@ -361,6 +361,9 @@ impl Launcher {
         let world = universe.world();
         let size = world.size() as usize;
         let rank = world.rank() as usize;
+        let local = world.split_shared(world.rank());
+        crate::request::set_dedicated_cores(local.size() as usize);
+        drop(local);
         world.barrier();
         let clock = Arc::new(PhaseClock::with_epoch(size, Instant::now(), self.trace));
         let abort_comm = world.as_raw();

@@ -1,6 +1,7 @@
 //! Request handles for non-blocking operations, and waiting on several.
 
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use parsim_core::{Phase, PhaseClock};
 
@@ -70,29 +71,43 @@ pub fn wait_any<R: Request>(requests: &mut [Option<R>]) -> Result<Option<(usize,
     }
 }
 
+/// How long polling waits spin before yielding, in ns. Set by the launchers:
+/// spinning pays only when every rank of this machine has a core of its own.
+static SPIN_NS: AtomicU64 = AtomicU64::new(0);
+
+/// Tells polling waits whether ranks have dedicated cores (`ranks_here <= cores`).
+pub(crate) fn set_dedicated_cores(ranks_here: usize) {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    SPIN_NS.store(if ranks_here <= cores { 200_000 } else { 0 }, Ordering::Relaxed);
+}
+
 /// Spin, then yield, then sleep: the idle strategy of polling waits.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Backoff {
-    step: u32,
+    start: Instant,
+    spin: Duration,
+    sleep_us: u64,
 }
 
 impl Backoff {
     pub(crate) fn new() -> Self {
-        Backoff { step: 0 }
+        Backoff { start: Instant::now(), spin: Duration::from_nanos(SPIN_NS.load(Ordering::Relaxed)), sleep_us: 20 }
     }
 
-    /// Waits a little longer each call: ~1 µs of spinning for the first
-    /// calls, then yields, then sleeps up to 1 ms.
+    /// Waits a little: spins while within the spin budget, then yields the
+    /// core for 20 ms (cheap, and the only thing that keeps latency low when
+    /// ranks share cores), then sleeps 20 µs, doubling up to 500 µs.
     pub(crate) fn snooze(&mut self) {
-        match self.step {
-            0..=9 => {
-                for _ in 0..(1u32 << self.step.min(6)) {
-                    std::hint::spin_loop();
-                }
+        let t = self.start.elapsed();
+        if t < self.spin {
+            for _ in 0..64 {
+                std::hint::spin_loop();
             }
-            10..=49 => std::thread::yield_now(),
-            _ => std::thread::sleep(Duration::from_micros(u64::from((self.step - 49).min(20)) * 50)),
+        } else if t < self.spin + Duration::from_millis(20) {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(Duration::from_micros(self.sleep_us));
+            self.sleep_us = (self.sleep_us * 2).min(500);
         }
-        self.step = self.step.saturating_add(1);
     }
 }

@@ -316,6 +316,7 @@ impl Launcher {
             return Err(CommError::BadArgument { op: "launch", msg: "the number of ranks must be at least 1".into() });
         }
         let world = Arc::new(World::new(self.ranks));
+        crate::request::set_dedicated_cores(self.ranks);
         let epoch = Instant::now();
         let members: Arc<[usize]> = (0..self.ranks).collect();
         let results: Vec<Option<R>> = std::thread::scope(|scope| {

@@ -1,0 +1,168 @@
+//! `parsim bench comm`: ping-pong latency and bandwidth between ranks 0 and 1,
+//! and all-reduce latency over all ranks, on the chosen backend.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{bail, Result};
+use parsim_comm::{Comm, ReduceOp, Source, TagMatch};
+use serde::{Deserialize, Serialize};
+
+use crate::runner::{write_atomic, Backend};
+
+/// Message sizes of the ping-pong, in bytes.
+const SIZES: [usize; 9] = [8, 1 << 10, 4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20];
+/// Repetitions of each measurement; the median is reported.
+const REPS: usize = 5;
+
+/// One row of the ping-pong table.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PingPong {
+    /// Message size.
+    pub bytes: usize,
+    /// Round trips per repetition.
+    pub iterations: usize,
+    /// Half a round trip, median over repetitions, µs (buffer moved back and forth).
+    pub one_way_us: f64,
+    /// `bytes / one_way`, GB/s.
+    pub gb_s: f64,
+    /// Half a round trip when each hop sends a fresh copy of the buffer, µs.
+    pub copy_one_way_us: f64,
+    /// Bandwidth with a copy per hop, GB/s.
+    pub copy_gb_s: f64,
+}
+
+/// The whole report.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CommBench {
+    /// Backend name.
+    pub backend: String,
+    /// Ranks in the job.
+    pub ranks: usize,
+    /// The ping-pong table.
+    pub pingpong: Vec<PingPong>,
+    /// One 8-byte all-reduce (sum), median µs.
+    pub allreduce_8b_us: f64,
+}
+
+fn iterations(bytes: usize, quick: bool) -> usize {
+    let n = ((1usize << 28) / bytes.max(4096)).clamp(20, 20_000);
+    if quick {
+        (n / 20).max(3)
+    } else {
+        n
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Round trips between ranks 0 and 1; returns seconds per round trip (rank 0).
+fn pingpong<C: Comm>(comm: &C, bytes: usize, iters: usize, copy: bool) -> Result<f64> {
+    comm.barrier()?;
+    let t0 = Instant::now();
+    match comm.rank() {
+        0 => {
+            let mut buf = vec![0u8; bytes];
+            for _ in 0..iters {
+                let out = if copy { buf.clone() } else { std::mem::take(&mut buf) };
+                comm.send(1, 1, out)?;
+                buf = comm.recv::<u8>(Source::Rank(1), TagMatch::Tag(1))?.data;
+            }
+        }
+        1 => {
+            for _ in 0..iters {
+                let m = comm.recv::<u8>(Source::Rank(0), TagMatch::Tag(1))?.data;
+                let back = if copy { m.clone() } else { m };
+                comm.send(0, 1, back)?;
+            }
+        }
+        _ => {}
+    }
+    let dt = t0.elapsed().as_secs_f64() / iters as f64;
+    comm.barrier()?;
+    Ok(dt)
+}
+
+fn bench_rank<C: Comm>(comm: C, quick: bool) -> Result<Option<CommBench>> {
+    if comm.size() < 2 {
+        bail!("bench comm needs at least 2 ranks (ping-pong between ranks 0 and 1)");
+    }
+    let mut rows = Vec::new();
+    for &bytes in &SIZES {
+        let iters = iterations(bytes, quick);
+        pingpong(&comm, bytes, iters / 10 + 1, false)?; // warm-up
+        let mut moved = Vec::new();
+        let mut copied = Vec::new();
+        for _ in 0..REPS {
+            moved.push(pingpong(&comm, bytes, iters, false)? / 2.0);
+            copied.push(pingpong(&comm, bytes, iters, true)? / 2.0);
+        }
+        let (m, c) = (median(moved), median(copied));
+        rows.push(PingPong {
+            bytes,
+            iterations: iters,
+            one_way_us: m * 1e6,
+            gb_s: bytes as f64 / m / 1e9,
+            copy_one_way_us: c * 1e6,
+            copy_gb_s: bytes as f64 / c / 1e9,
+        });
+    }
+    let iters = if quick { 200 } else { 5000 };
+    let mut ar = Vec::new();
+    for _ in 0..REPS {
+        comm.barrier()?;
+        let t0 = Instant::now();
+        for i in 0..iters {
+            comm.all_reduce(&[i as u64], ReduceOp::Sum)?;
+        }
+        ar.push(t0.elapsed().as_secs_f64() / iters as f64);
+    }
+    // Rank 0's view of time; all ranks agree on the table through a broadcast.
+    let report = CommBench { backend: comm.backend().into(), ranks: comm.size(), pingpong: rows, allreduce_8b_us: median(ar) * 1e6 };
+    let report = comm.broadcast_value(0, &report)?;
+    Ok((comm.rank() == 0).then_some(report))
+}
+
+/// Prints the table.
+pub fn print(b: &CommBench) {
+    println!("parsim bench comm — backend {}, {} ranks (ping-pong between ranks 0 and 1; median of {REPS})", b.backend, b.ranks);
+    println!("{:>10} {:>8} {:>12} {:>10} {:>14} {:>12}", "bytes", "iters", "one-way µs", "GB/s", "copy one-way", "copy GB/s");
+    for r in &b.pingpong {
+        println!(
+            "{:>10} {:>8} {:>12.3} {:>10.3} {:>14.3} {:>12.3}",
+            r.bytes, r.iterations, r.one_way_us, r.gb_s, r.copy_one_way_us, r.copy_gb_s
+        );
+    }
+    println!("all-reduce (8 B, sum, {} ranks): {:.3} µs", b.ranks, b.allreduce_8b_us);
+}
+
+/// Runs the benchmark; rank 0 prints it and writes the JSON.
+pub fn run(backend: Backend, ranks: usize, out: PathBuf, quick: bool) -> Result<()> {
+    let report = match backend {
+        Backend::Threads => {
+            let mut r = parsim_comm::launch(ranks, |c| bench_rank(c, quick).map_err(|e| format!("{e:#}")))
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            r.swap_remove(0)
+        }
+        Backend::Mpi => run_mpi(quick)?,
+    };
+    if let Some(b) = report {
+        print(&b);
+        write_atomic(&out, serde_json::to_string_pretty(&b)?.as_bytes())?;
+        println!("wrote {}", out.display());
+    }
+    Ok(())
+}
+
+#[cfg(feature = "mpi")]
+fn run_mpi(quick: bool) -> Result<Option<CommBench>> {
+    Ok(parsim_comm::mpi::launch(|c| bench_rank(c, quick).map_err(|e| format!("{e:#}")))?)
+}
+
+#[cfg(not(feature = "mpi"))]
+fn run_mpi(_quick: bool) -> Result<Option<CommBench>> {
+    Err(crate::scenario::InputError::flag("--backend mpi", "this parsim was built without MPI; rebuild with --features mpi").into())
+}

@@ -1,0 +1,75 @@
+//! Progress of long work: a bar with rate and ETA on a terminal, plain
+//! periodic lines otherwise (logs, CI).
+
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+/// Reports `done / total` units of work.
+pub struct Progress {
+    label: String,
+    total: u64,
+    bar: Option<ProgressBar>,
+    start: Instant,
+    last_line: Instant,
+    quiet: bool,
+}
+
+/// How often plain progress lines are printed.
+const LINE_EVERY: Duration = Duration::from_secs(2);
+
+impl Progress {
+    /// A progress report for `total` units labelled `label` (e.g. "laps").
+    /// With `quiet`, nothing is shown (ranks other than 0).
+    pub fn new(label: &str, total: u64, quiet: bool) -> Self {
+        let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
+            let b = ProgressBar::new(total);
+            b.set_style(
+                ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} {per_sec} ETA {eta}")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar())
+                    .progress_chars("=> "),
+            );
+            b.set_message(label.to_string());
+            b
+        });
+        let now = Instant::now();
+        Progress { label: label.to_string(), total, bar, start: now, last_line: now, quiet }
+    }
+
+    /// Sets the amount done.
+    pub fn set(&mut self, done: u64) {
+        if self.quiet {
+            return;
+        }
+        if let Some(b) = &self.bar {
+            b.set_position(done);
+            return;
+        }
+        if self.last_line.elapsed() >= LINE_EVERY {
+            self.last_line = Instant::now();
+            let secs = self.start.elapsed().as_secs_f64();
+            let rate = done as f64 / secs.max(1e-9);
+            let eta = if rate > 0.0 { (self.total.saturating_sub(done)) as f64 / rate } else { f64::INFINITY };
+            eprintln!(
+                "{}: {done}/{} ({:.0}%), {rate:.0}/s, ETA {eta:.1} s",
+                self.label,
+                self.total,
+                100.0 * done as f64 / self.total.max(1) as f64
+            );
+        }
+    }
+
+    /// Ends the report.
+    pub fn finish(&mut self) {
+        if let Some(b) = self.bar.take() {
+            b.finish_and_clear();
+        }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}

@@ -1,0 +1,6 @@
+//! Behaviour tests of the `parsim` binary.
+
+mod bad_input;
+mod ring;
+mod support;
+mod trace;
