@@ -11,7 +11,17 @@ use serde::{Deserialize, Serialize};
 use crate::runner::{write_atomic, Backend};
 
 /// Message sizes of the ping-pong, in bytes.
-const SIZES: [usize; 9] = [8, 1 << 10, 4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20];
+const SIZES: [usize; 9] = [
+    8,
+    1 << 10,
+    4 << 10,
+    16 << 10,
+    64 << 10,
+    256 << 10,
+    1 << 20,
+    4 << 20,
+    16 << 20,
+];
 /// Repetitions of each measurement; the median is reported.
 const REPS: usize = 5;
 
@@ -67,7 +77,11 @@ fn pingpong<C: Comm>(comm: &C, bytes: usize, iters: usize, copy: bool) -> Result
         0 => {
             let mut buf = vec![0u8; bytes];
             for _ in 0..iters {
-                let out = if copy { buf.clone() } else { std::mem::take(&mut buf) };
+                let out = if copy {
+                    buf.clone()
+                } else {
+                    std::mem::take(&mut buf)
+                };
                 comm.send(1, 1, out)?;
                 buf = comm.recv::<u8>(Source::Rank(1), TagMatch::Tag(1))?.data;
             }
@@ -121,7 +135,12 @@ fn bench_rank<C: Comm>(comm: C, quick: bool) -> Result<Option<CommBench>> {
         ar.push(t0.elapsed().as_secs_f64() / iters as f64);
     }
     // Rank 0's view of time; all ranks agree on the table through a broadcast.
-    let report = CommBench { backend: comm.backend().into(), ranks: comm.size(), pingpong: rows, allreduce_8b_us: median(ar) * 1e6 };
+    let report = CommBench {
+        backend: comm.backend().into(),
+        ranks: comm.size(),
+        pingpong: rows,
+        allreduce_8b_us: median(ar) * 1e6,
+    };
     let report = comm.broadcast_value(0, &report)?;
     Ok((comm.rank() == 0).then_some(report))
 }
@@ -129,22 +148,30 @@ fn bench_rank<C: Comm>(comm: C, quick: bool) -> Result<Option<CommBench>> {
 /// Prints the table.
 pub fn print(b: &CommBench) {
     println!("parsim bench comm — backend {}, {} ranks (ping-pong between ranks 0 and 1; median of {REPS})", b.backend, b.ranks);
-    println!("{:>10} {:>8} {:>12} {:>10} {:>14} {:>12}", "bytes", "iters", "one-way µs", "GB/s", "copy one-way", "copy GB/s");
+    println!(
+        "{:>10} {:>8} {:>12} {:>10} {:>14} {:>12}",
+        "bytes", "iters", "one-way µs", "GB/s", "copy one-way", "copy GB/s"
+    );
     for r in &b.pingpong {
         println!(
             "{:>10} {:>8} {:>12.3} {:>10.3} {:>14.3} {:>12.3}",
             r.bytes, r.iterations, r.one_way_us, r.gb_s, r.copy_one_way_us, r.copy_gb_s
         );
     }
-    println!("all-reduce (8 B, sum, {} ranks): {:.3} µs", b.ranks, b.allreduce_8b_us);
+    println!(
+        "all-reduce (8 B, sum, {} ranks): {:.3} µs",
+        b.ranks, b.allreduce_8b_us
+    );
 }
 
 /// Runs the benchmark; rank 0 prints it and writes the JSON.
 pub fn run(backend: Backend, ranks: usize, out: PathBuf, quick: bool) -> Result<()> {
     let report = match backend {
         Backend::Threads => {
-            let mut r = parsim_comm::launch(ranks, |c| bench_rank(c, quick).map_err(|e| format!("{e:#}")))
-                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            let mut r = parsim_comm::launch(ranks, |c| {
+                bench_rank(c, quick).map_err(|e| format!("{e:#}"))
+            })
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
             r.swap_remove(0)
         }
         Backend::Mpi => run_mpi(quick)?,
@@ -159,10 +186,16 @@ pub fn run(backend: Backend, ranks: usize, out: PathBuf, quick: bool) -> Result<
 
 #[cfg(feature = "mpi")]
 fn run_mpi(quick: bool) -> Result<Option<CommBench>> {
-    Ok(parsim_comm::mpi::launch(|c| bench_rank(c, quick).map_err(|e| format!("{e:#}")))?)
+    Ok(parsim_comm::mpi::launch(|c| {
+        bench_rank(c, quick).map_err(|e| format!("{e:#}"))
+    })?)
 }
 
 #[cfg(not(feature = "mpi"))]
 fn run_mpi(_quick: bool) -> Result<Option<CommBench>> {
-    Err(crate::scenario::InputError::flag("--backend mpi", "this parsim was built without MPI; rebuild with --features mpi").into())
+    Err(crate::scenario::InputError::flag(
+        "--backend mpi",
+        "this parsim was built without MPI; rebuild with --features mpi",
+    )
+    .into())
 }

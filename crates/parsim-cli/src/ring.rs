@@ -36,9 +36,18 @@ impl RingConfig {
         let max_delay = t.int("max_delay", Some(100), 0..=1 << 40)?;
         t.finish()?;
         if max_delay < min_delay {
-            return Err(sc.error_at("ring", "max_delay", format!("[ring] max_delay ({max_delay}) is below min_delay ({min_delay})")));
+            return Err(sc.error_at(
+                "ring",
+                "max_delay",
+                format!("[ring] max_delay ({max_delay}) is below min_delay ({min_delay})"),
+            ));
         }
-        Ok(RingConfig { nodes, laps, min_delay, max_delay })
+        Ok(RingConfig {
+            nodes,
+            laps,
+            min_delay,
+            max_delay,
+        })
     }
 }
 
@@ -99,7 +108,11 @@ impl Token {
 }
 
 /// Runs the ring on this rank.
-pub fn run<C: Comm>(comm: &C, cfg: &RingConfig, ctx: &RunContext) -> Result<ModelOutput, parsim_comm::CommError> {
+pub fn run<C: Comm>(
+    comm: &C,
+    cfg: &RingConfig,
+    ctx: &RunContext,
+) -> Result<ModelOutput, parsim_comm::CommError> {
     let (p, me) = (comm.size() as u64, comm.rank() as u64);
     let (start, end) = block(cfg.nodes, p, me);
     let total_hops = cfg.laps * cfg.nodes;
@@ -110,8 +123,11 @@ pub fn run<C: Comm>(comm: &C, cfg: &RingConfig, ctx: &RunContext) -> Result<Mode
     let alone = start == 0 && end == cfg.nodes;
     if start < end {
         for lap in 0..cfg.laps {
-            if !alone && !(lap == 0 && start == 0) {
-                token = comm.recv::<Token>(Source::Any, TagMatch::Tag(TOKEN_TAG))?.data[0];
+            let starts_here = lap == 0 && start == 0;
+            if !alone && !starts_here {
+                token = comm
+                    .recv::<Token>(Source::Any, TagMatch::Tag(TOKEN_TAG))?
+                    .data[0];
             }
             debug_assert_eq!((token.lap, token.node), (lap, start));
             for _ in start..end {
@@ -137,7 +153,14 @@ pub fn run<C: Comm>(comm: &C, cfg: &RingConfig, ctx: &RunContext) -> Result<Mode
     let token = comm.broadcast(last, vec![token])?[0];
     let mut d = Digester::new();
     d.write_str("ring");
-    for x in [token.lap, token.node, token.time, token.hops, token.hash_lo, token.hash_hi] {
+    for x in [
+        token.lap,
+        token.node,
+        token.time,
+        token.hops,
+        token.hash_lo,
+        token.hash_hi,
+    ] {
         d.write_u64(x);
     }
     Ok(ModelOutput {
@@ -166,7 +189,11 @@ mod tests {
                     assert_eq!(s, next);
                     assert!(e - s <= nodes / ranks + 1);
                     for n in s..e {
-                        assert_eq!(owner(nodes, ranks, n), r, "nodes {nodes} ranks {ranks} node {n}");
+                        assert_eq!(
+                            owner(nodes, ranks, n),
+                            r,
+                            "nodes {nodes} ranks {ranks} node {n}"
+                        );
                     }
                     next = e;
                 }

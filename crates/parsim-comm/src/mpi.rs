@@ -23,6 +23,7 @@
 mod request;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -53,7 +54,10 @@ impl Inner {
     fn iprobe(&self, source: Option<usize>, tag: Option<Tag>) -> Option<Status> {
         let t = tag.map_or(any_tag(), |t| t as i32);
         let st = match source {
-            Some(s) => self.comm.process_at_rank(s as i32).immediate_probe_with_tag(t),
+            Some(s) => self
+                .comm
+                .process_at_rank(s as i32)
+                .immediate_probe_with_tag(t),
             None => self.comm.any_process().immediate_probe_with_tag(t),
         }?;
         Some(Status {
@@ -102,12 +106,15 @@ fn mpi_count(bytes: usize, op: &'static str) -> Result<i32> {
 
 /// One rank's communicator on the MPI backend. Created by [`launch`] and [`Comm::split`].
 pub struct MpiComm {
-    inner: Arc<Inner>,
+    inner: Rc<Inner>,
 }
 
 impl std::fmt::Debug for MpiComm {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MpiComm").field("rank", &self.rank()).field("size", &self.size()).finish()
+        f.debug_struct("MpiComm")
+            .field("rank", &self.rank())
+            .field("size", &self.size())
+            .finish()
     }
 }
 
@@ -168,7 +175,7 @@ impl Comm for MpiComm {
         let bytes = std::mem::size_of_val(data.as_slice());
         let count = mpi_count(bytes, "isend")?;
         self.inner.clock.sent(self.inner.members[dest], bytes);
-        MpiSend::start(self.inner.clone(), dest, tag, data, count)
+        MpiSend::start(Rc::clone(&self.inner), dest, tag, data, count)
     }
 
     fn irecv<T: Pod + Send>(&self, source: Source, tag: TagMatch) -> Result<MpiRecv<T>> {
@@ -186,7 +193,7 @@ impl Comm for MpiComm {
                 Some(t)
             }
         };
-        Ok(MpiRecv::new(self.inner.clone(), source, tag))
+        Ok(MpiRecv::new(Rc::clone(&self.inner), source, tag))
     }
 
     fn probe(&self, source: Source, tag: TagMatch) -> Result<Status> {
@@ -234,7 +241,11 @@ impl Comm for MpiComm {
         let root_proc = self.inner.comm.process_at_rank(root as i32);
         let mut len = data.len() as u64;
         root_proc.broadcast_into(&mut len);
-        let mut buf = if self.rank() == root { data } else { vec![T::zeroed(); len as usize] };
+        let mut buf = if self.rank() == root {
+            data
+        } else {
+            vec![T::zeroed(); len as usize]
+        };
         let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut buf);
         mpi_count(bytes.len(), "broadcast")?;
         if !bytes.is_empty() {
@@ -295,9 +306,14 @@ impl Comm for MpiComm {
             .map(|p| mpi_count(std::mem::size_of_val(p.as_slice()), "all_to_all_v"))
             .collect::<Result<_>>()?;
         let send_displs = displacements(&send_counts)?;
-        let send: Vec<u8> = parts.iter().flat_map(|p| bytemuck::cast_slice::<T, u8>(p).iter().copied()).collect();
+        let send: Vec<u8> = parts
+            .iter()
+            .flat_map(|p| bytemuck::cast_slice::<T, u8>(p).iter().copied())
+            .collect();
         let mut recv_counts = vec![0i32; self.size()];
-        self.inner.comm.all_to_all_into(&send_counts[..], &mut recv_counts[..]);
+        self.inner
+            .comm
+            .all_to_all_into(&send_counts[..], &mut recv_counts[..]);
         let recv_displs = displacements(&recv_counts)?;
         let total: usize = recv_counts.iter().map(|&c| c as usize).sum();
         let mut recv = recv_buffer(total);
@@ -310,7 +326,10 @@ impl Comm for MpiComm {
     }
 
     fn split(&self, colour: Option<u32>, key: u32) -> Result<Option<Self>> {
-        let bad = |what: &str| CommError::BadArgument { op: "split", msg: format!("{what} must be below 2^31") };
+        let bad = |what: &str| CommError::BadArgument {
+            op: "split",
+            msg: format!("{what} must be below 2^31"),
+        };
         let colour = match colour {
             Some(c) => Color::with_value(i32::try_from(c).map_err(|_| bad("colour"))?),
             None => Color::undefined(),
@@ -323,8 +342,14 @@ impl Comm for MpiComm {
         let me = self.world_rank() as u64;
         let mut members = vec![0u64; sub.size() as usize];
         sub.all_gather_into(&me, &mut members[..]);
-        let inner = Inner { comm: sub, members: members.iter().map(|&m| m as usize).collect(), clock: self.inner.clock.clone() };
-        Ok(Some(MpiComm { inner: Arc::new(inner) }))
+        let inner = Inner {
+            comm: sub,
+            members: members.iter().map(|&m| m as usize).collect(),
+            clock: self.inner.clock.clone(),
+        };
+        Ok(Some(MpiComm {
+            inner: Rc::new(inner),
+        }))
     }
 }
 
@@ -356,8 +381,12 @@ impl Launcher {
         F: FnOnce(MpiComm) -> std::result::Result<R, E>,
         E: std::fmt::Display,
     {
-        let (universe, _level) = ::mpi::initialize_with_threading(Threading::Funneled)
-            .ok_or_else(|| CommError::Mpi { msg: "MPI was already initialised in this process".into() })?;
+        let (universe, _level) =
+            ::mpi::initialize_with_threading(Threading::Funneled).ok_or_else(|| {
+                CommError::Mpi {
+                    msg: "MPI was already initialised in this process".into(),
+                }
+            })?;
         let world = universe.world();
         let size = world.size() as usize;
         let rank = world.rank() as usize;
@@ -367,7 +396,13 @@ impl Launcher {
         world.barrier();
         let clock = Arc::new(PhaseClock::with_epoch(size, Instant::now(), self.trace));
         let abort_comm = world.as_raw();
-        let comm = MpiComm { inner: Arc::new(Inner { comm: world, members: (0..size).collect(), clock }) };
+        let comm = MpiComm {
+            inner: Rc::new(Inner {
+                comm: world,
+                members: (0..size).collect(),
+                clock,
+            }),
+        };
         let out = catch_unwind(AssertUnwindSafe(|| f(comm)));
         let message = match out {
             Ok(Ok(v)) => {
@@ -398,7 +433,10 @@ where
 
 /// The MPI library's version string (`MPI_Get_library_version`).
 pub fn library_version() -> String {
-    ::mpi::environment::library_version().unwrap_or_else(|_| "unknown".into()).trim().to_string()
+    ::mpi::environment::library_version()
+        .unwrap_or_else(|_| "unknown".into())
+        .trim()
+        .to_string()
 }
 
 #[allow(dead_code)]

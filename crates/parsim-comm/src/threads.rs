@@ -33,9 +33,11 @@ use bytemuck::Pod;
 use parsim_core::{Phase, PhaseClock};
 
 pub use request::{ThreadRecv, ThreadSend};
-use world::{bytes_of, Envelope, Matcher, Mode, Stop, World};
+use world::{bytes_of, Envelope, Matcher, Mode, Stop, Waiter, World};
 
-use crate::{check_rank, check_tag, Comm, CommError, Message, Result, Source, Status, Tag, TagMatch};
+use crate::{
+    check_rank, check_tag, Comm, CommError, Message, Result, Source, Status, Tag, TagMatch,
+};
 
 /// What one communicator of one rank needs, shared with its requests.
 pub(crate) struct Inner {
@@ -73,7 +75,14 @@ impl Inner {
             return Err(CommError::PeerFailed { rank, message });
         }
         let bytes = std::mem::size_of_val(data.as_slice());
-        let env = Envelope { ctx, src: self.rank, tag, bytes, payload: Box::new(data), as_bytes: bytes_of::<T> };
+        let env = Envelope {
+            ctx,
+            src: self.rank,
+            tag,
+            bytes,
+            payload: Box::new(data),
+            as_bytes: bytes_of::<T>,
+        };
         let wdest = self.world_of(dest);
         self.world.deliver(wdest, env);
         self.clock.sent(wdest, bytes);
@@ -94,11 +103,21 @@ impl Inner {
         let m = Matcher { ctx, source, tag };
         let clock = &self.clock;
         let awaited = source.map(|s| self.world_of(s));
-        let taken = self
-            .world
-            .poll(self.me(), &m, &self.members, awaited, if block { Mode::Block } else { Mode::Test }, &mut || {
+        let mode = if block { Mode::Block } else { Mode::Test };
+        let waiter = Waiter {
+            me: self.me(),
+            members: &self.members,
+            awaited,
+            mode,
+        };
+        let taken = self.world.poll(
+            &waiter,
+            &m,
+            &mut || {
                 clock.switch(Phase::Wait);
-            }, |q, i| q.remove(i).expect("index from position"));
+            },
+            |q, i| q.remove(i).expect("index from position"),
+        );
         // Whatever happened, the idle part (if any) is over.
         clock.switch(Phase::Comm);
         let env = match taken {
@@ -115,31 +134,64 @@ impl Inner {
                 let raw = (env.as_bytes)(&*payload);
                 let size = std::mem::size_of::<T>();
                 if size == 0 || raw.len() % size != 0 {
-                    return Err(CommError::TypeMismatch { sender: src, tag, bytes, expected: std::any::type_name::<T>() });
+                    return Err(CommError::TypeMismatch {
+                        sender: src,
+                        tag,
+                        bytes,
+                        expected: std::any::type_name::<T>(),
+                    });
                 }
                 let mut v = vec![T::zeroed(); raw.len() / size];
                 bytemuck::cast_slice_mut::<T, u8>(&mut v).copy_from_slice(raw);
                 v
             }
         };
-        Ok(Some(Message { source: src, tag, data }))
+        Ok(Some(Message {
+            source: src,
+            tag,
+            data,
+        }))
     }
 
-    fn probe_raw(&self, source: Option<usize>, tag: Option<Tag>, block: bool) -> Result<Option<Status>> {
+    fn probe_raw(
+        &self,
+        source: Option<usize>,
+        tag: Option<Tag>,
+        block: bool,
+    ) -> Result<Option<Status>> {
         if let Some(s) = source {
             check_rank(s, self.members.len())?;
         }
-        let m = Matcher { ctx: 2 * self.ctx, source, tag };
+        let m = Matcher {
+            ctx: 2 * self.ctx,
+            source,
+            tag,
+        };
         let clock = &self.clock;
         let _g = clock.enter(Phase::Comm);
         let awaited = source.map(|s| self.world_of(s));
         let mode = if block { Mode::Block } else { Mode::Peek };
-        let r = self.world.poll(self.me(), &m, &self.members, awaited, mode, &mut || {
-            clock.switch(Phase::Wait);
-        }, |q, i| {
-            let e = &q[i];
-            Status { source: e.src, tag: e.tag, bytes: e.bytes }
-        });
+        let waiter = Waiter {
+            me: self.me(),
+            members: &self.members,
+            awaited,
+            mode,
+        };
+        let r = self.world.poll(
+            &waiter,
+            &m,
+            &mut || {
+                clock.switch(Phase::Wait);
+            },
+            |q, i| {
+                let e = &q[i];
+                Status {
+                    source: e.src,
+                    tag: e.tag,
+                    bytes: e.bytes,
+                }
+            },
+        );
         clock.switch(Phase::Comm);
         r.map_err(|stop| self.stop_error(stop, source))
     }
@@ -157,7 +209,10 @@ pub struct ThreadComm {
 
 impl std::fmt::Debug for ThreadComm {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ThreadComm").field("rank", &self.inner.rank).field("size", &self.inner.members.len()).finish()
+        f.debug_struct("ThreadComm")
+            .field("rank", &self.inner.rank)
+            .field("size", &self.inner.members.len())
+            .finish()
     }
 }
 
@@ -215,7 +270,10 @@ impl Comm for ThreadComm {
     }
 
     fn probe(&self, source: Source, tag: TagMatch) -> Result<Status> {
-        Ok(self.inner.probe_raw(source_of(source), tag_of(tag)?, true)?.expect("blocking probe returns a status"))
+        Ok(self
+            .inner
+            .probe_raw(source_of(source), tag_of(tag)?, true)?
+            .expect("blocking probe returns a status"))
     }
 
     fn iprobe(&self, source: Source, tag: TagMatch) -> Result<Option<Status>> {
@@ -243,11 +301,17 @@ impl Comm for ThreadComm {
     }
 
     fn split(&self, colour: Option<u32>, key: u32) -> Result<Option<Self>> {
-        let mine = [u64::from(colour.is_some()), u64::from(colour.unwrap_or(0)), u64::from(key)];
+        let mine = [
+            u64::from(colour.is_some()),
+            u64::from(colour.unwrap_or(0)),
+            u64::from(key),
+        ];
         let all = self.all_gather(mine.to_vec())?;
         let seq = self.splits.get();
         self.splits.set(seq + 1);
-        let Some(colour) = colour else { return Ok(None) };
+        let Some(colour) = colour else {
+            return Ok(None);
+        };
         let mut group: Vec<(u64, usize)> = all
             .iter()
             .enumerate()
@@ -256,10 +320,23 @@ impl Comm for ThreadComm {
             .collect();
         group.sort_unstable();
         let members: Arc<[usize]> = group.iter().map(|&(_, r)| self.inner.members[r]).collect();
-        let rank = group.iter().position(|&(_, r)| r == self.rank()).expect("this rank is in its own group");
+        let rank = group
+            .iter()
+            .position(|&(_, r)| r == self.rank())
+            .expect("this rank is in its own group");
         let ctx = self.inner.world.context_for(self.inner.ctx, seq, colour);
-        let inner = Inner { world: self.inner.world.clone(), ctx, members, rank, clock: self.inner.clock.clone() };
-        Ok(Some(ThreadComm { inner: Arc::new(inner), splits: Cell::new(0), collectives: Cell::new(0) }))
+        let inner = Inner {
+            world: self.inner.world.clone(),
+            ctx,
+            members,
+            rank,
+            clock: self.inner.clock.clone(),
+        };
+        Ok(Some(ThreadComm {
+            inner: Arc::new(inner),
+            splits: Cell::new(0),
+            collectives: Cell::new(0),
+        }))
     }
 }
 
@@ -285,7 +362,11 @@ pub struct Launcher {
 impl Launcher {
     /// A job of `ranks` ranks.
     pub fn new(ranks: usize) -> Self {
-        Launcher { ranks, trace: false, stack_size: 16 << 20 }
+        Launcher {
+            ranks,
+            trace: false,
+            stack_size: 16 << 20,
+        }
     }
 
     /// Records trace spans on every rank's clock.
@@ -313,7 +394,10 @@ impl Launcher {
         E: std::fmt::Display,
     {
         if self.ranks == 0 {
-            return Err(CommError::BadArgument { op: "launch", msg: "the number of ranks must be at least 1".into() });
+            return Err(CommError::BadArgument {
+                op: "launch",
+                msg: "the number of ranks must be at least 1".into(),
+            });
         }
         let world = Arc::new(World::new(self.ranks));
         crate::request::set_dedicated_cores(self.ranks);
@@ -331,9 +415,18 @@ impl Launcher {
                         .stack_size(self.stack_size)
                         .spawn_scoped(scope, move || {
                             let clock = Arc::new(PhaseClock::with_epoch(world.size, epoch, trace));
-                            let inner = Inner { world: world.clone(), ctx: 0, members, rank, clock };
-                            let comm =
-                                ThreadComm { inner: Arc::new(inner), splits: Cell::new(0), collectives: Cell::new(0) };
+                            let inner = Inner {
+                                world: world.clone(),
+                                ctx: 0,
+                                members,
+                                rank,
+                                clock,
+                            };
+                            let comm = ThreadComm {
+                                inner: Arc::new(inner),
+                                splits: Cell::new(0),
+                                collectives: Cell::new(0),
+                            };
                             let out = match catch_unwind(AssertUnwindSafe(|| f(comm))) {
                                 Ok(Ok(v)) => Some(v),
                                 Ok(Err(e)) => {
@@ -341,7 +434,10 @@ impl Launcher {
                                     None
                                 }
                                 Err(panic) => {
-                                    world.fail(rank, format!("panicked: {}", panic_message(&*panic)));
+                                    world.fail(
+                                        rank,
+                                        format!("panicked: {}", panic_message(&*panic)),
+                                    );
                                     None
                                 }
                             };
@@ -351,12 +447,18 @@ impl Launcher {
                         .expect("spawn a rank thread")
                 })
                 .collect();
-            handles.into_iter().map(|h| h.join().unwrap_or(None)).collect()
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or(None))
+                .collect()
         });
         if let Some((rank, message)) = world.failure() {
             return Err(CommError::RankFailed { rank, message });
         }
-        Ok(results.into_iter().map(|r| r.expect("every rank succeeded")).collect())
+        Ok(results
+            .into_iter()
+            .map(|r| r.expect("every rank succeeded"))
+            .collect())
     }
 }
 

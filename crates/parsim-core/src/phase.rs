@@ -48,7 +48,13 @@ pub enum Phase {
 
 impl Phase {
     /// All phases, in report order.
-    pub const ALL: [Phase; 5] = [Phase::Compute, Phase::Comm, Phase::Wait, Phase::Io, Phase::Serial];
+    pub const ALL: [Phase; 5] = [
+        Phase::Compute,
+        Phase::Comm,
+        Phase::Wait,
+        Phase::Io,
+        Phase::Serial,
+    ];
 
     /// The phase's lower-case name, as used in `summary.json` and traces.
     pub fn name(self) -> &'static str {
@@ -126,12 +132,14 @@ pub struct PhaseReport {
 impl PhaseReport {
     /// Traffic summed over all peers.
     pub fn traffic(&self) -> PeerTraffic {
-        self.peers.iter().fold(PeerTraffic::default(), |a, p| PeerTraffic {
-            messages_sent: a.messages_sent + p.messages_sent,
-            bytes_sent: a.bytes_sent + p.bytes_sent,
-            messages_received: a.messages_received + p.messages_received,
-            bytes_received: a.bytes_received + p.bytes_received,
-        })
+        self.peers
+            .iter()
+            .fold(PeerTraffic::default(), |a, p| PeerTraffic {
+                messages_sent: a.messages_sent + p.messages_sent,
+                bytes_sent: a.bytes_sent + p.bytes_sent,
+                messages_received: a.messages_received + p.messages_received,
+                bytes_received: a.bytes_received + p.bytes_received,
+            })
     }
 }
 
@@ -167,7 +175,9 @@ pub struct PhaseClock {
 
 impl std::fmt::Debug for PhaseClock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PhaseClock").field("report", &self.report()).finish()
+        f.debug_struct("PhaseClock")
+            .field("report", &self.report())
+            .finish()
     }
 }
 
@@ -193,13 +203,23 @@ impl PhaseClock {
             totals_ns: Default::default(),
             peers: (0..world_size).map(|_| PeerCells::default()).collect(),
             counters: Mutex::new(BTreeMap::new()),
-            trace: trace.then(|| Mutex::new(TraceBuf { spans: Vec::new(), dropped: 0 })),
+            trace: trace.then(|| {
+                Mutex::new(TraceBuf {
+                    spans: Vec::new(),
+                    dropped: 0,
+                })
+            }),
         }
     }
 
     /// Turns trace recording on (from now) or off.
     pub fn set_tracing(&mut self, on: bool) {
-        self.trace = on.then(|| Mutex::new(TraceBuf { spans: Vec::new(), dropped: 0 }));
+        self.trace = on.then(|| {
+            Mutex::new(TraceBuf {
+                spans: Vec::new(),
+                dropped: 0,
+            })
+        });
     }
 
     fn now_ns(&self) -> u64 {
@@ -230,7 +250,11 @@ impl PhaseClock {
                 match t.spans.last_mut() {
                     Some(last) if last.phase == prev && last.end_ns == since => last.end_ns = now,
                     _ if full => t.dropped += 1,
-                    _ => t.spans.push(Span { phase: prev, start_ns: since, end_ns: now }),
+                    _ => t.spans.push(Span {
+                        phase: prev,
+                        start_ns: since,
+                        end_ns: now,
+                    }),
                 }
             }
         }
@@ -277,8 +301,14 @@ impl PhaseClock {
 
     /// Phase times (including the phase running now), traffic and counters.
     pub fn report(&self) -> PhaseReport {
-        let mut ns: Vec<u64> = self.totals_ns.iter().map(|t| t.load(Ordering::Relaxed)).collect();
-        let running = self.now_ns().saturating_sub(self.since_ns.load(Ordering::Relaxed));
+        let mut ns: Vec<u64> = self
+            .totals_ns
+            .iter()
+            .map(|t| t.load(Ordering::Relaxed))
+            .collect();
+        let running = self
+            .now_ns()
+            .saturating_sub(self.since_ns.load(Ordering::Relaxed));
         ns[self.current() as usize] += running;
         let s = |p: Phase| ns[p as usize] as f64 * 1e-9;
         PhaseReport {
@@ -299,7 +329,11 @@ impl PhaseClock {
                     bytes_received: c.bytes_received.load(Ordering::Relaxed),
                 })
                 .collect(),
-            counters: self.counters.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+            counters: self
+                .counters
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone(),
         }
     }
 
@@ -307,7 +341,11 @@ impl PhaseClock {
     /// closing the running phase at the current instant.
     pub fn trace(&self, rank: usize) -> Trace {
         let Some(t) = &self.trace else {
-            return Trace { rank, spans: Vec::new(), dropped: 0 };
+            return Trace {
+                rank,
+                spans: Vec::new(),
+                dropped: 0,
+            };
         };
         let t = t.lock().unwrap_or_else(|e| e.into_inner());
         let mut spans = t.spans.clone();
@@ -316,10 +354,18 @@ impl PhaseClock {
         let cur = self.current();
         match spans.last_mut() {
             Some(last) if last.phase == cur && last.end_ns == since => last.end_ns = now,
-            _ if now > since => spans.push(Span { phase: cur, start_ns: since, end_ns: now }),
+            _ if now > since => spans.push(Span {
+                phase: cur,
+                start_ns: since,
+                end_ns: now,
+            }),
             _ => {}
         }
-        Trace { rank, spans, dropped: t.dropped }
+        Trace {
+            rank,
+            spans,
+            dropped: t.dropped,
+        }
     }
 }
 
@@ -359,7 +405,10 @@ mod tests {
         assert!(r.phases_s.wait >= 0.019, "{r:?}");
         let tr = clock.trace(0);
         let names: Vec<Phase> = tr.spans.iter().map(|s| s.phase).collect();
-        assert!(names.contains(&Phase::Io) && names.contains(&Phase::Wait), "{names:?}");
+        assert!(
+            names.contains(&Phase::Io) && names.contains(&Phase::Wait),
+            "{names:?}"
+        );
         for w in tr.spans.windows(2) {
             assert!(w[0].end_ns <= w[1].start_ns);
         }

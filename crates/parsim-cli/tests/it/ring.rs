@@ -41,21 +41,50 @@ fn seed_changes_the_digest() {
 fn summary_has_every_field_of_the_contract() {
     let dir = tmp("ring-summary");
     let (_, s) = digest_at(3, &dir);
-    for k in ["model", "backend", "ranks", "threads_per_rank", "seed", "wall_s", "phases_s", "counters", "imbalance", "digest", "metrics"] {
+    for k in [
+        "model",
+        "backend",
+        "ranks",
+        "threads_per_rank",
+        "seed",
+        "wall_s",
+        "phases_s",
+        "counters",
+        "imbalance",
+        "digest",
+        "metrics",
+    ] {
         assert!(s.get(k).is_some(), "summary.json lacks {k}: {s}");
     }
     for p in ["compute", "comm", "wait", "io", "serial"] {
-        assert_eq!(s["phases_s"][p].as_array().map(Vec::len), Some(3), "phases_s.{p}");
+        assert_eq!(
+            s["phases_s"][p].as_array().map(Vec::len),
+            Some(3),
+            "phases_s.{p}"
+        );
     }
     assert_eq!(s["model"], "ring");
     assert_eq!(s["backend"], "threads");
     assert_eq!(s["metrics"]["hops"], 200 * 24);
-    let hops: u64 = s["counters"]["hops"].as_array().expect("hops").iter().map(|v| v.as_u64().unwrap_or(0)).sum();
+    let hops: u64 = s["counters"]["hops"]
+        .as_array()
+        .expect("hops")
+        .iter()
+        .map(|v| v.as_u64().unwrap_or(0))
+        .sum();
     assert_eq!(hops, 200 * 24);
-    assert!(s["counters"]["messages_sent"][0].as_u64().unwrap_or(0) >= 200, "{}", s["counters"]);
+    assert!(
+        s["counters"]["messages_sent"][0].as_u64().unwrap_or(0) >= 200,
+        "{}",
+        s["counters"]
+    );
     assert!(s["imbalance"].as_f64().unwrap_or(0.0) >= 1.0);
     // Written atomically: no temporary file is left beside it.
-    let leftovers: Vec<_> = std::fs::read_dir(dir.join("r3")).expect("dir").filter_map(Result::ok).filter(|e| e.file_name().to_string_lossy().contains(".tmp")).collect();
+    let leftovers: Vec<_> = std::fs::read_dir(dir.join("r3"))
+        .expect("dir")
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().contains(".tmp"))
+        .collect();
     assert!(leftovers.is_empty());
 }
 
@@ -68,7 +97,18 @@ fn ring_digest_under_mpirun_1_2_4_equals_threads() {
     let (want, _) = digest_at(1, &dir);
     for n in ["1", "2", "4"] {
         let out = dir.join(format!("mpi{n}"));
-        let mut args = vec!["--allow-run-as-root", "--oversubscribe", "-n", n, env!("CARGO_BIN_EXE_parsim"), "run", "scenarios/ring.toml", "--backend", "mpi", "--out"];
+        let mut args = vec![
+            "--allow-run-as-root",
+            "--oversubscribe",
+            "-n",
+            n,
+            env!("CARGO_BIN_EXE_parsim"),
+            "run",
+            "scenarios/ring.toml",
+            "--backend",
+            "mpi",
+            "--out",
+        ];
         let out_s = out.to_str().expect("path").to_string();
         args.push(&out_s);
         args.extend_from_slice(&SMALL);
@@ -79,10 +119,21 @@ fn ring_digest_under_mpirun_1_2_4_equals_threads() {
             .stdin(Stdio::null())
             .output()
             .expect("mpirun on PATH");
-        assert!(o.status.success(), "mpirun -n {n} failed: {}", String::from_utf8_lossy(&o.stderr));
-        let s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).expect("summary")).expect("json");
+        assert!(
+            o.status.success(),
+            "mpirun -n {n} failed: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let s: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(out.join("summary.json")).expect("summary"),
+        )
+        .expect("json");
         assert_eq!(s["backend"], "mpi");
-        assert_eq!(s["ranks"].as_u64(), Some(n.parse().expect("n")), "world size: is parsim linked to another MPI than mpirun?");
+        assert_eq!(
+            s["ranks"].as_u64(),
+            Some(n.parse().expect("n")),
+            "world size: is parsim linked to another MPI than mpirun?"
+        );
         assert_eq!(s["digest"].as_str(), Some(want.as_str()), "mpirun -n {n}");
     }
 }

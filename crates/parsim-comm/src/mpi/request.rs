@@ -2,7 +2,7 @@
 
 use std::any::Any;
 use std::marker::PhantomData;
-use std::sync::Arc;
+use std::rc::Rc;
 
 use ::mpi::ffi;
 use ::mpi::point_to_point::Source as MpiSource;
@@ -20,7 +20,7 @@ use crate::{CommError, Message, Request, Result, Tag};
 ///
 /// Dropping a pending send waits for it to complete (the buffer must outlive MPI's use).
 pub struct MpiSend {
-    inner: Arc<Inner>,
+    inner: Rc<Inner>,
     request: ffi::MPI_Request,
     /// The `Vec<T>` MPI reads from; its heap buffer never moves.
     _buffer: Box<dyn Any + Send>,
@@ -28,7 +28,13 @@ pub struct MpiSend {
 }
 
 impl MpiSend {
-    pub(super) fn start<T: Pod + Send>(inner: Arc<Inner>, dest: usize, tag: Tag, data: Vec<T>, count: i32) -> Result<Self> {
+    pub(super) fn start<T: Pod + Send>(
+        inner: Rc<Inner>,
+        dest: usize,
+        tag: Tag,
+        data: Vec<T>,
+        count: i32,
+    ) -> Result<Self> {
         // SAFETY: reading an immutable constant exported by the MPI shim.
         let mut request: ffi::MPI_Request = unsafe { ffi::RSMPI_REQUEST_NULL };
         let bytes: &[u8] = super::nonempty_ptr(bytemuck::cast_slice(&data));
@@ -48,9 +54,16 @@ impl MpiSend {
             )
         };
         if rc != 0 {
-            return Err(CommError::Mpi { msg: format!("MPI_Isend failed with code {rc}") });
+            return Err(CommError::Mpi {
+                msg: format!("MPI_Isend failed with code {rc}"),
+            });
         }
-        Ok(MpiSend { inner, request, _buffer: Box::new(data), done: false })
+        Ok(MpiSend {
+            inner,
+            request,
+            _buffer: Box::new(data),
+            done: false,
+        })
     }
 
     fn poll(&mut self) -> Result<bool> {
@@ -59,7 +72,9 @@ impl MpiSend {
         // MPI_REQUEST_NULL once complete, which MPI_Test accepts).
         let rc = unsafe { ffi::MPI_Test(&mut self.request, &mut flag, ffi::RSMPI_STATUS_IGNORE) };
         if rc != 0 {
-            return Err(CommError::Mpi { msg: format!("MPI_Test failed with code {rc}") });
+            return Err(CommError::Mpi {
+                msg: format!("MPI_Test failed with code {rc}"),
+            });
         }
         Ok(flag != 0)
     }
@@ -112,7 +127,7 @@ impl Drop for MpiSend {
 
 /// A receive on the MPI backend, matched (`MPI_Improbe`) when it completes.
 pub struct MpiRecv<T> {
-    inner: Arc<Inner>,
+    inner: Rc<Inner>,
     source: Option<usize>,
     tag: Option<Tag>,
     done: bool,
@@ -120,8 +135,14 @@ pub struct MpiRecv<T> {
 }
 
 impl<T> MpiRecv<T> {
-    pub(super) fn new(inner: Arc<Inner>, source: Option<usize>, tag: Option<Tag>) -> Self {
-        MpiRecv { inner, source, tag, done: false, _t: PhantomData }
+    pub(super) fn new(inner: Rc<Inner>, source: Option<usize>, tag: Option<Tag>) -> Self {
+        MpiRecv {
+            inner,
+            source,
+            tag,
+            done: false,
+            _t: PhantomData,
+        }
     }
 }
 
@@ -130,10 +151,14 @@ impl<T: Pod + Send> MpiRecv<T> {
         let t = self.tag.map_or(any_tag(), |t| t as i32);
         let comm = &self.inner.comm;
         let probed = match self.source {
-            Some(s) => comm.process_at_rank(s as i32).immediate_matched_probe_with_tag(t),
+            Some(s) => comm
+                .process_at_rank(s as i32)
+                .immediate_matched_probe_with_tag(t),
             None => comm.any_process().immediate_matched_probe_with_tag(t),
         };
-        let Some((msg, status)) = probed else { return Ok(None) };
+        let Some((msg, status)) = probed else {
+            return Ok(None);
+        };
         self.done = true;
         let bytes = status.count(u8_type()) as usize;
         let (source, tag) = (status.source_rank() as usize, status.tag() as Tag);
@@ -142,7 +167,12 @@ impl<T: Pod + Send> MpiRecv<T> {
         if size == 0 || bytes % size != 0 {
             let mut sink = vec![0u8; bytes.max(1)];
             msg.matched_receive_into(&mut sink[..bytes]);
-            return Err(CommError::TypeMismatch { sender: source, tag, bytes, expected: std::any::type_name::<T>() });
+            return Err(CommError::TypeMismatch {
+                sender: source,
+                tag,
+                bytes,
+                expected: std::any::type_name::<T>(),
+            });
         }
         let mut data = vec![T::zeroed(); bytes / size];
         if data.is_empty() {

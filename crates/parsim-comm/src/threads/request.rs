@@ -52,7 +52,13 @@ pub struct ThreadRecv<T> {
 
 impl<T> ThreadRecv<T> {
     pub(super) fn new(inner: Arc<Inner>, source: Option<usize>, tag: Option<Tag>) -> Self {
-        ThreadRecv { inner, source, tag, done: false, _t: PhantomData }
+        ThreadRecv {
+            inner,
+            source,
+            tag,
+            done: false,
+            _t: PhantomData,
+        }
     }
 }
 
@@ -62,7 +68,9 @@ impl<T: Pod + Send> ThreadRecv<T> {
             return Err(CommError::AlreadyComplete);
         }
         let _g = self.inner.clock.enter(Phase::Comm);
-        let r = self.inner.recv_raw(2 * self.inner.ctx, self.source, self.tag, block)?;
+        let r = self
+            .inner
+            .recv_raw(2 * self.inner.ctx, self.source, self.tag, block)?;
         self.done = r.is_some();
         Ok(r)
     }
@@ -76,7 +84,9 @@ impl<T: Pod + Send> Request for ThreadRecv<T> {
     }
 
     fn wait(mut self) -> Result<Message<T>> {
-        Ok(self.take(true)?.expect("a blocking receive returns a message"))
+        Ok(self
+            .take(true)?
+            .expect("a blocking receive returns a message"))
     }
 
     fn clock(&self) -> &PhaseClock {

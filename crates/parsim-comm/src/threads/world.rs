@@ -40,7 +40,9 @@ pub(crate) struct Matcher {
 
 impl Matcher {
     fn matches(&self, e: &Envelope) -> bool {
-        e.ctx == self.ctx && self.source.is_none_or(|s| s == e.src) && self.tag.is_none_or(|t| t == e.tag)
+        e.ctx == self.ctx
+            && self.source.is_none_or(|s| s == e.src)
+            && self.tag.is_none_or(|t| t == e.tag)
     }
 }
 
@@ -80,6 +82,17 @@ pub(crate) enum Mode {
     Test,
     /// Not at all; never fails because peers have finished (`iprobe`).
     Peek,
+}
+
+/// Who waits, for whom, and how.
+pub(crate) struct Waiter<'a> {
+    /// The waiting rank (world rank).
+    pub me: usize,
+    /// World ranks of the communicator's members.
+    pub members: &'a [usize],
+    /// The awaited sender (world rank), or `None` for any member.
+    pub awaited: Option<usize>,
+    pub mode: Mode,
 }
 
 /// How a blocked waiter found out it cannot be satisfied.
@@ -154,24 +167,28 @@ impl World {
     /// The context id shared by all ranks of one new sub-communicator.
     pub fn context_for(&self, parent: u64, seq: u64, colour: u32) -> u64 {
         let mut map = lock(&self.contexts);
-        *map.entry((parent, seq, colour)).or_insert_with(|| self.next_context.fetch_add(1, Ordering::Relaxed))
+        *map.entry((parent, seq, colour))
+            .or_insert_with(|| self.next_context.fetch_add(1, Ordering::Relaxed))
     }
 
-    /// Looks in `me`'s mailbox for the first message matching `m`; `f` gets
+    /// Looks in the waiter's mailbox for the first message matching `m`; `f` gets
     /// the queue and its index. With [`Mode::Block`], waits until one arrives, the job
     /// fails, or the awaited peers have all finished: `awaited` (a world rank)
     /// or, when `None`, every one of `members` but `me`.
     /// `on_idle` is called once before the first idle wait.
     pub fn poll<R>(
         &self,
-        me: usize,
+        w: &Waiter<'_>,
         m: &Matcher,
-        members: &[usize],
-        awaited: Option<usize>,
-        mode: Mode,
         on_idle: &mut dyn FnMut(),
         mut f: impl FnMut(&mut VecDeque<Envelope>, usize) -> R,
     ) -> Result<Option<R>, Stop> {
+        let Waiter {
+            me,
+            members,
+            awaited,
+            mode,
+        } = *w;
         let mb = &self.boxes[me];
         let mut idle = false;
         let mut spins = 0u32;
@@ -226,7 +243,10 @@ impl World {
                 continue;
             }
             mb.sleepers.fetch_add(1, Ordering::AcqRel);
-            let (q, _) = mb.cv.wait_timeout(q, Duration::from_millis(20)).unwrap_or_else(|e| e.into_inner());
+            let (q, _) = mb
+                .cv
+                .wait_timeout(q, Duration::from_millis(20))
+                .unwrap_or_else(|e| e.into_inner());
             mb.sleepers.fetch_sub(1, Ordering::AcqRel);
             drop(q);
         }

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# The one test command. On a fresh machine it installs what the tests need
+# (Open MPI and libclang, with apt-get), then runs, in order:
+#   cargo fmt --check, cargo clippy -D warnings, the whole test suite on the
+#   threads backend, the Comm semantics suite under mpirun -n 1/2/4, a
+#   panicking rank under mpirun, the CLI tests with MPI, and the README's
+#   main command on both backends with a digest comparison.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+step() { printf '\n==> %s\n' "$*"; }
+started=$(date +%s)
+
+# ---------------------------------------------------------------- packages
+need=()
+command -v mpirun >/dev/null 2>&1 || need+=(openmpi-bin)
+dpkg -s libopenmpi-dev >/dev/null 2>&1 || need+=(libopenmpi-dev)
+dpkg -s libclang-dev >/dev/null 2>&1 || need+=(libclang-dev)
+command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
+if [ ${#need[@]} -gt 0 ]; then
+  step "installing ${need[*]}"
+  sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${need[@]}"
+fi
+cargo fmt --version >/dev/null 2>&1 || rustup component add rustfmt
+cargo clippy --version >/dev/null 2>&1 || rustup component add clippy
+
+# Open MPI as root, more ranks than cores, no ssh.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_plm=isolated
+export RUST_BACKTRACE=0
+mpirun_() { timeout 600 mpirun "$@" </dev/null; }
+
+# ---------------------------------------------------------------- checks
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy (all targets, all features) -D warnings"
+cargo clippy --workspace --all-targets --all-features -- -D warnings
+
+step "cargo test --workspace (threads backend)"
+cargo test --workspace
+
+# ---------------------------------------------------------------- MPI
+step "building the MPI semantics suite"
+cargo build -p parsim-comm --features mpi --example mpi_conformance
+suite=target/debug/examples/mpi_conformance
+for n in 1 2 4; do
+  step "Comm semantics suite under mpirun -n $n"
+  PARSIM_EXPECT_SIZE=$n mpirun_ -n "$n" "$suite"
+done
+
+step "a panicking rank under mpirun -n 4 aborts the job with its message"
+set +e
+out=$(timeout 60 mpirun -n 4 "$suite" --panic </dev/null 2>&1)
+rc=$?
+set -e
+if [ "$rc" = 0 ] || [ "$rc" = 124 ]; then
+  echo "expected a non-zero exit within 60 s, got rc=$rc"; echo "$out"; exit 1
+fi
+echo "$out" | grep -q "rank 1 failed: panicked: deliberate failure at step 10" \
+  || { echo "the failing rank's message is missing:"; echo "$out"; exit 1; }
+echo "job ended with rc=$rc and the failing rank's message"
+
+step "CLI tests with the MPI backend compiled in (ring digest under mpirun -n 1/2/4)"
+cargo test -p parsim-cli --features mpi
+
+# ---------------------------------------------------------------- the README's command
+step "README main command: cargo run --release -- run scenarios/ring.toml"
+cargo run --release -- run scenarios/ring.toml --out target/ci/ring-threads
+want=$(grep -o '"digest": "[0-9a-f]*"' target/ci/ring-threads/summary.json | cut -d'"' -f4)
+for r in 1 2 3 8; do
+  cargo run --release -q -- run scenarios/ring.toml --ranks "$r" --out "target/ci/ring-t$r" >/dev/null
+  got=$(grep -o '"digest": "[0-9a-f]*"' "target/ci/ring-t$r/summary.json" | cut -d'"' -f4)
+  [ "$got" = "$want" ] || { echo "threads --ranks $r: digest $got != $want"; exit 1; }
+done
+cargo build --release --features mpi
+for n in 1 2 4; do
+  mpirun_ -n "$n" target/release/parsim run scenarios/ring.toml --backend mpi --out "target/ci/ring-mpi$n"
+  got=$(grep -o '"digest": "[0-9a-f]*"' "target/ci/ring-mpi$n/summary.json" | cut -d'"' -f4)
+  [ "$got" = "$want" ] || { echo "mpirun -n $n: digest $got != $want"; exit 1; }
+done
+echo "ring digest $want on threads (1, 2, 3, 4, 8 ranks) and MPI (1, 2, 4 ranks)"
+
+step "all tests passed in $(( $(date +%s) - started )) s"
