@@ -11,17 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::runner::{write_atomic, Backend};
 
 /// Message sizes of the ping-pong, in bytes.
-const SIZES: [usize; 9] = [
-    8,
-    1 << 10,
-    4 << 10,
-    16 << 10,
-    64 << 10,
-    256 << 10,
-    1 << 20,
-    4 << 20,
-    16 << 20,
-];
+const SIZES: [usize; 9] = [8, 1 << 10, 4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20];
 /// Repetitions of each measurement; the median is reported.
 const REPS: usize = 5;
 
@@ -53,6 +43,19 @@ pub struct CommBench {
     pub pingpong: Vec<PingPong>,
     /// One 8-byte all-reduce (sum), median µs.
     pub allreduce_8b_us: f64,
+    /// What the backend is measured against, in the same run.
+    pub reference: Vec<Reference>,
+}
+
+/// A reference figure measured in the same run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Reference {
+    /// What was measured.
+    pub what: String,
+    /// Message size, bytes (0 for a bare cache line).
+    pub bytes: usize,
+    /// Half a round trip, median µs.
+    pub one_way_us: f64,
 }
 
 fn iterations(bytes: usize, quick: bool) -> usize {
@@ -77,11 +80,7 @@ fn pingpong<C: Comm>(comm: &C, bytes: usize, iters: usize, copy: bool) -> Result
         0 => {
             let mut buf = vec![0u8; bytes];
             for _ in 0..iters {
-                let out = if copy {
-                    buf.clone()
-                } else {
-                    std::mem::take(&mut buf)
-                };
+                let out = if copy { buf.clone() } else { std::mem::take(&mut buf) };
                 comm.send(1, 1, out)?;
                 buf = comm.recv::<u8>(Source::Rank(1), TagMatch::Tag(1))?.data;
             }
@@ -100,7 +99,70 @@ fn pingpong<C: Comm>(comm: &C, bytes: usize, iters: usize, copy: bool) -> Result
     Ok(dt)
 }
 
-fn bench_rank<C: Comm>(comm: C, quick: bool) -> Result<Option<CommBench>> {
+/// The hardware floor of a threads-backend message: two threads bouncing
+/// one cache line through an atomic. Seconds per round trip.
+fn cache_line_pingpong(iters: u64) -> f64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let flag = AtomicU64::new(0);
+    let t0 = Instant::now();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for i in 0..iters {
+                while flag.load(Ordering::Acquire) != 2 * i + 1 {
+                    std::hint::spin_loop();
+                }
+                flag.store(2 * i + 2, Ordering::Release);
+            }
+        });
+        for i in 0..iters {
+            flag.store(2 * i + 1, Ordering::Release);
+            while flag.load(Ordering::Acquire) != 2 * i + 2 {
+                std::hint::spin_loop();
+            }
+        }
+    });
+    t0.elapsed().as_secs_f64() / iters as f64
+}
+
+/// Backend-specific references, measured on rank 0 and 1 of this run.
+fn references<C: Comm>(comm: &C, quick: bool, raw: &dyn Fn(&C, usize, usize) -> Option<f64>) -> Result<Vec<Reference>> {
+    let mut out = Vec::new();
+    if comm.backend() == "threads" {
+        if comm.rank() == 0 {
+            let v = median((0..REPS).map(|_| cache_line_pingpong(if quick { 2_000 } else { 200_000 }) / 2.0).collect());
+            out.push(Reference {
+                what: "cache-line ping-pong between two threads (hardware floor)".into(),
+                bytes: 0,
+                one_way_us: v * 1e6,
+            });
+        }
+        comm.barrier()?;
+    }
+    for bytes in [8usize, 1 << 20] {
+        let iters = iterations(bytes, quick);
+        let mut v = Vec::new();
+        for _ in 0..REPS {
+            match raw(comm, bytes, iters) {
+                Some(t) => v.push(t / 2.0),
+                None => break,
+            }
+        }
+        if !v.is_empty() {
+            out.push(Reference {
+                what: "raw MPI_Send/MPI_Recv ping-pong (no parsim layer)".into(),
+                bytes,
+                one_way_us: median(v) * 1e6,
+            });
+        }
+    }
+    Ok(out)
+}
+
+fn bench_rank<C: Comm>(
+    comm: C,
+    quick: bool,
+    raw: &dyn Fn(&C, usize, usize) -> Option<f64>,
+) -> Result<Option<CommBench>> {
     if comm.size() < 2 {
         bail!("bench comm needs at least 2 ranks (ping-pong between ranks 0 and 1)");
     }
@@ -134,12 +196,14 @@ fn bench_rank<C: Comm>(comm: C, quick: bool) -> Result<Option<CommBench>> {
         }
         ar.push(t0.elapsed().as_secs_f64() / iters as f64);
     }
+    let reference = references(&comm, quick, raw)?;
     // Rank 0's view of time; all ranks agree on the table through a broadcast.
     let report = CommBench {
         backend: comm.backend().into(),
         ranks: comm.size(),
         pingpong: rows,
         allreduce_8b_us: median(ar) * 1e6,
+        reference,
     };
     let report = comm.broadcast_value(0, &report)?;
     Ok((comm.rank() == 0).then_some(report))
@@ -147,7 +211,10 @@ fn bench_rank<C: Comm>(comm: C, quick: bool) -> Result<Option<CommBench>> {
 
 /// Prints the table.
 pub fn print(b: &CommBench) {
-    println!("parsim bench comm — backend {}, {} ranks (ping-pong between ranks 0 and 1; median of {REPS})", b.backend, b.ranks);
+    println!(
+        "parsim bench comm — backend {}, {} ranks (ping-pong between ranks 0 and 1; median of {REPS})",
+        b.backend, b.ranks
+    );
     println!(
         "{:>10} {:>8} {:>12} {:>10} {:>14} {:>12}",
         "bytes", "iters", "one-way µs", "GB/s", "copy one-way", "copy GB/s"
@@ -158,20 +225,22 @@ pub fn print(b: &CommBench) {
             r.bytes, r.iterations, r.one_way_us, r.gb_s, r.copy_one_way_us, r.copy_gb_s
         );
     }
-    println!(
-        "all-reduce (8 B, sum, {} ranks): {:.3} µs",
-        b.ranks, b.allreduce_8b_us
-    );
+    println!("all-reduce (8 B, sum, {} ranks): {:.3} µs", b.ranks, b.allreduce_8b_us);
+    for r in &b.reference {
+        println!("reference: {} at {} B: {:.3} µs one-way", r.what, r.bytes, r.one_way_us);
+    }
+    if let (Some(floor), Some(row)) = (b.reference.first(), b.pingpong.first()) {
+        println!("ratio: parsim 8-byte one-way / first reference = {:.2}", row.one_way_us / floor.one_way_us);
+    }
 }
 
 /// Runs the benchmark; rank 0 prints it and writes the JSON.
 pub fn run(backend: Backend, ranks: usize, out: PathBuf, quick: bool) -> Result<()> {
     let report = match backend {
         Backend::Threads => {
-            let mut r = parsim_comm::launch(ranks, |c| {
-                bench_rank(c, quick).map_err(|e| format!("{e:#}"))
-            })
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
+            let mut r =
+                parsim_comm::launch(ranks, |c| bench_rank(c, quick, &|_, _, _| None).map_err(|e| format!("{e:#}")))
+                    .map_err(|e| anyhow::anyhow!("{e}"))?;
             r.swap_remove(0)
         }
         Backend::Mpi => run_mpi(quick)?,
@@ -186,9 +255,10 @@ pub fn run(backend: Backend, ranks: usize, out: PathBuf, quick: bool) -> Result<
 
 #[cfg(feature = "mpi")]
 fn run_mpi(quick: bool) -> Result<Option<CommBench>> {
-    Ok(parsim_comm::mpi::launch(|c| {
-        bench_rank(c, quick).map_err(|e| format!("{e:#}"))
-    })?)
+    let raw = |c: &parsim_comm::mpi::MpiComm, bytes: usize, iters: usize| {
+        Some(parsim_comm::mpi::raw_pingpong(c, bytes, iters))
+    };
+    Ok(parsim_comm::mpi::launch(|c| bench_rank(c, quick, &raw).map_err(|e| format!("{e:#}")))?)
 }
 
 #[cfg(not(feature = "mpi"))]

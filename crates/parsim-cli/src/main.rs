@@ -19,11 +19,7 @@ use runner::Backend;
 use scenario::{InputError, Scenario};
 
 #[derive(Parser, Debug)]
-#[command(
-    name = "parsim",
-    version,
-    about = "Turn a sequential simulation into a parallel and distributed one"
-)]
+#[command(name = "parsim", version, about = "Turn a sequential simulation into a parallel and distributed one")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -83,8 +79,7 @@ enum BenchWhat {
 }
 
 fn parse_backend(s: &str, flag: &str) -> Result<Backend, InputError> {
-    Backend::parse(s)
-        .ok_or_else(|| InputError::flag(flag, format!("expected threads or mpi, found \"{s}\"")))
+    Backend::parse(s).ok_or_else(|| InputError::flag(flag, format!("expected threads or mpi, found \"{s}\"")))
 }
 
 fn cmd_run(
@@ -105,9 +100,7 @@ fn cmd_run(
     }
     if let Some(r) = ranks {
         if r == 0 {
-            return Err(
-                InputError::flag("--ranks 0", "the number of ranks must be at least 1").into(),
-            );
+            return Err(InputError::flag("--ranks 0", "the number of ranks must be at least 1").into());
         }
         sc.set_value("run", "ranks", toml::Value::Integer(r as i64));
     }
@@ -141,10 +134,7 @@ fn cmd_info() {
         backends.push("mpi");
     }
     println!("backends: {}", backends.join(", "));
-    println!(
-        "cores: {}",
-        std::thread::available_parallelism().map_or(1, |n| n.get())
-    );
+    println!("cores: {}", std::thread::available_parallelism().map_or(1, |n| n.get()));
     #[cfg(feature = "mpi")]
     println!("mpi library: {}", parsim_comm::mpi::library_version());
     #[cfg(not(feature = "mpi"))]
@@ -154,39 +144,21 @@ fn cmd_info() {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Run {
-            scenario,
-            ranks,
-            backend,
-            out,
-            trace,
-            seed,
-            set,
-        } => cmd_run(scenario, ranks, backend, out, trace, seed, set),
+        Command::Run { scenario, ranks, backend, out, trace, seed, set } => {
+            cmd_run(scenario, ranks, backend, out, trace, seed, set)
+        }
         Command::Info => {
             cmd_info();
             Ok(())
         }
-        Command::Bench {
-            what:
-                BenchWhat::Comm {
-                    ranks,
-                    backend,
-                    out,
-                    quick,
-                },
-        } => parse_backend(&backend, "--backend")
-            .map_err(anyhow::Error::from)
-            .and_then(|b| {
+        Command::Bench { what: BenchWhat::Comm { ranks, backend, out, quick } } => {
+            parse_backend(&backend, "--backend").map_err(anyhow::Error::from).and_then(|b| {
                 if ranks == 0 {
-                    return Err(InputError::flag(
-                        "--ranks 0",
-                        "the number of ranks must be at least 1",
-                    )
-                    .into());
+                    return Err(InputError::flag("--ranks 0", "the number of ranks must be at least 1").into());
                 }
                 bench::run(b, ranks, out, quick)
-            }),
+            })
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

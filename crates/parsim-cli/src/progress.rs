@@ -34,14 +34,7 @@ impl Progress {
             b
         });
         let now = Instant::now();
-        Progress {
-            label: label.to_string(),
-            total,
-            bar,
-            start: now,
-            last_line: now,
-            quiet,
-        }
+        Progress { label: label.to_string(), total, bar, start: now, last_line: now, quiet }
     }
 
     /// Sets the amount done.
@@ -57,11 +50,7 @@ impl Progress {
             self.last_line = Instant::now();
             let secs = self.start.elapsed().as_secs_f64();
             let rate = done as f64 / secs.max(1e-9);
-            let eta = if rate > 0.0 {
-                (self.total.saturating_sub(done)) as f64 / rate
-            } else {
-                f64::INFINITY
-            };
+            let eta = if rate > 0.0 { (self.total.saturating_sub(done)) as f64 / rate } else { f64::INFINITY };
             eprintln!(
                 "{}: {done}/{} ({:.0}%), {rate:.0}/s, ETA {eta:.1} s",
                 self.label,

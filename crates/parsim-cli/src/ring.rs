@@ -42,12 +42,7 @@ impl RingConfig {
                 format!("[ring] max_delay ({max_delay}) is below min_delay ({min_delay})"),
             ));
         }
-        Ok(RingConfig {
-            nodes,
-            laps,
-            min_delay,
-            max_delay,
-        })
+        Ok(RingConfig { nodes, laps, min_delay, max_delay })
     }
 }
 
@@ -108,11 +103,7 @@ impl Token {
 }
 
 /// Runs the ring on this rank.
-pub fn run<C: Comm>(
-    comm: &C,
-    cfg: &RingConfig,
-    ctx: &RunContext,
-) -> Result<ModelOutput, parsim_comm::CommError> {
+pub fn run<C: Comm>(comm: &C, cfg: &RingConfig, ctx: &RunContext) -> Result<ModelOutput, parsim_comm::CommError> {
     let (p, me) = (comm.size() as u64, comm.rank() as u64);
     let (start, end) = block(cfg.nodes, p, me);
     let total_hops = cfg.laps * cfg.nodes;
@@ -125,9 +116,7 @@ pub fn run<C: Comm>(
         for lap in 0..cfg.laps {
             let starts_here = lap == 0 && start == 0;
             if !alone && !starts_here {
-                token = comm
-                    .recv::<Token>(Source::Any, TagMatch::Tag(TOKEN_TAG))?
-                    .data[0];
+                token = comm.recv::<Token>(Source::Any, TagMatch::Tag(TOKEN_TAG))?.data[0];
             }
             debug_assert_eq!((token.lap, token.node), (lap, start));
             for _ in start..end {
@@ -153,14 +142,7 @@ pub fn run<C: Comm>(
     let token = comm.broadcast(last, vec![token])?[0];
     let mut d = Digester::new();
     d.write_str("ring");
-    for x in [
-        token.lap,
-        token.node,
-        token.time,
-        token.hops,
-        token.hash_lo,
-        token.hash_hi,
-    ] {
+    for x in [token.lap, token.node, token.time, token.hops, token.hash_lo, token.hash_hi] {
         d.write_u64(x);
     }
     Ok(ModelOutput {
@@ -189,11 +171,7 @@ mod tests {
                     assert_eq!(s, next);
                     assert!(e - s <= nodes / ranks + 1);
                     for n in s..e {
-                        assert_eq!(
-                            owner(nodes, ranks, n),
-                            r,
-                            "nodes {nodes} ranks {ranks} node {n}"
-                        );
+                        assert_eq!(owner(nodes, ranks, n), r, "nodes {nodes} ranks {ranks} node {n}");
                     }
                     next = e;
                 }

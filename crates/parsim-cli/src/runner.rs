@@ -44,11 +44,7 @@ impl Model {
         }
     }
 
-    fn run<C: Comm>(
-        &self,
-        comm: &C,
-        ctx: &RunContext,
-    ) -> Result<ModelOutput, parsim_comm::CommError> {
+    fn run<C: Comm>(&self, comm: &C, ctx: &RunContext) -> Result<ModelOutput, parsim_comm::CommError> {
         match self {
             Model::Ring(cfg) => ring::run(comm, cfg, ctx),
         }
@@ -126,13 +122,8 @@ pub fn plan(
         other => unreachable!("validated model {other}"),
     };
     sc.finish()?;
-    let stem = sc
-        .path()
-        .file_stem()
-        .map_or_else(|| "run".to_string(), |s| s.to_string_lossy().into_owned());
-    let out = out
-        .or(out_key.map(PathBuf::from))
-        .unwrap_or_else(|| PathBuf::from("out").join(stem));
+    let stem = sc.path().file_stem().map_or_else(|| "run".to_string(), |s| s.to_string_lossy().into_owned());
+    let out = out.or(out_key.map(PathBuf::from)).unwrap_or_else(|| PathBuf::from("out").join(stem));
     Ok(RunPlan {
         scenario: sc.path().to_path_buf(),
         model,
@@ -164,83 +155,43 @@ pub struct Finished {
 fn run_rank<C: Comm>(comm: C, plan: &RunPlan) -> Result<Option<Finished>> {
     comm.barrier()?;
     let t0 = Instant::now();
-    let ctx = RunContext {
-        seed: plan.seed,
-        progress: true,
-    };
+    let ctx = RunContext { seed: plan.seed, progress: true };
     let out = plan.model.run(&comm, &ctx)?;
     comm.barrier()?;
     let wall_s = t0.elapsed().as_secs_f64();
-    let end = RankEnd {
-        report: comm.clock().report(),
-        trace: comm.clock().trace(comm.world_rank()),
-    };
+    let end = RankEnd { report: comm.clock().report(), trace: comm.clock().trace(comm.world_rank()) };
     let all = comm.gather_value(0, &end)?;
     let Some(all) = all else { return Ok(None) };
     let summary = summary_json(plan, comm.backend(), comm.size(), wall_s, &all, &out);
     let _io = comm.clock().enter(parsim_core::Phase::Io);
-    std::fs::create_dir_all(&plan.out)
-        .with_context(|| format!("creating output directory {}", plan.out.display()))?;
+    std::fs::create_dir_all(&plan.out).with_context(|| format!("creating output directory {}", plan.out.display()))?;
     let summary_path = plan.out.join("summary.json");
-    write_atomic(
-        &summary_path,
-        serde_json::to_string_pretty(&summary)?.as_bytes(),
-    )?;
+    write_atomic(&summary_path, serde_json::to_string_pretty(&summary)?.as_bytes())?;
     if let Some(tp) = &plan.trace {
         let traces: Vec<Trace> = all.into_iter().map(|e| e.trace).collect();
         let mut buf = Vec::new();
         parsim_core::trace::write_chrome_trace(&mut buf, &traces)?;
         write_atomic(tp, &buf)?;
     }
-    Ok(Some(Finished {
-        summary,
-        summary_path,
-    }))
+    Ok(Some(Finished { summary, summary_path }))
 }
 
-fn summary_json(
-    plan: &RunPlan,
-    backend: &str,
-    ranks: usize,
-    wall_s: f64,
-    all: &[RankEnd],
-    out: &ModelOutput,
-) -> Value {
-    let phase = |f: fn(&parsim_core::PhaseTimes) -> f64| -> Vec<f64> {
-        all.iter().map(|e| f(&e.report.phases_s)).collect()
-    };
+fn summary_json(plan: &RunPlan, backend: &str, ranks: usize, wall_s: f64, all: &[RankEnd], out: &ModelOutput) -> Value {
+    let phase =
+        |f: fn(&parsim_core::PhaseTimes) -> f64| -> Vec<f64> { all.iter().map(|e| f(&e.report.phases_s)).collect() };
     let compute = phase(|p| p.compute);
     let mean = compute.iter().sum::<f64>() / compute.len().max(1) as f64;
     let max = compute.iter().cloned().fold(0.0, f64::max);
     let imbalance = if mean > 0.0 { max / mean } else { 1.0 };
     let traffic: Vec<_> = all.iter().map(|e| e.report.traffic()).collect();
     let mut counters = serde_json::Map::new();
-    counters.insert(
-        "messages_sent".into(),
-        json!(traffic.iter().map(|t| t.messages_sent).collect::<Vec<_>>()),
-    );
-    counters.insert(
-        "bytes_sent".into(),
-        json!(traffic.iter().map(|t| t.bytes_sent).collect::<Vec<_>>()),
-    );
-    counters.insert(
-        "messages_received".into(),
-        json!(traffic
-            .iter()
-            .map(|t| t.messages_received)
-            .collect::<Vec<_>>()),
-    );
-    counters.insert(
-        "bytes_received".into(),
-        json!(traffic.iter().map(|t| t.bytes_received).collect::<Vec<_>>()),
-    );
-    let names: std::collections::BTreeSet<&String> =
-        all.iter().flat_map(|e| e.report.counters.keys()).collect();
+    counters.insert("messages_sent".into(), json!(traffic.iter().map(|t| t.messages_sent).collect::<Vec<_>>()));
+    counters.insert("bytes_sent".into(), json!(traffic.iter().map(|t| t.bytes_sent).collect::<Vec<_>>()));
+    counters.insert("messages_received".into(), json!(traffic.iter().map(|t| t.messages_received).collect::<Vec<_>>()));
+    counters.insert("bytes_received".into(), json!(traffic.iter().map(|t| t.bytes_received).collect::<Vec<_>>()));
+    let names: std::collections::BTreeSet<&String> = all.iter().flat_map(|e| e.report.counters.keys()).collect();
     for n in names {
-        let v: Vec<u64> = all
-            .iter()
-            .map(|e| e.report.counters.get(n).copied().unwrap_or(0))
-            .collect();
+        let v: Vec<u64> = all.iter().map(|e| e.report.counters.get(n).copied().unwrap_or(0)).collect();
         counters.insert(n.clone(), json!(v));
     }
     json!({
@@ -271,24 +222,15 @@ fn summary_json(
 /// file or the new one, never half of one.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     use std::io::Write;
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let name = path
-        .file_name()
-        .map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
+    let name = path.file_name().map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let mut f =
-        std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
-    f.write_all(bytes)
-        .with_context(|| format!("writing {}", tmp.display()))?;
-    f.sync_all()
-        .with_context(|| format!("flushing {}", tmp.display()))?;
+    let mut f = std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+    f.write_all(bytes).with_context(|| format!("writing {}", tmp.display()))?;
+    f.sync_all().with_context(|| format!("flushing {}", tmp.display()))?;
     drop(f);
-    std::fs::rename(&tmp, path)
-        .with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))?;
     Ok(())
 }
 

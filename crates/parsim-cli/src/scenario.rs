@@ -29,10 +29,7 @@ impl std::error::Error for InputError {}
 impl InputError {
     /// An error about a command-line flag.
     pub fn flag(flag: &str, msg: impl Into<String>) -> Self {
-        InputError {
-            place: flag.to_string(),
-            msg: msg.into(),
-        }
+        InputError { place: flag.to_string(), msg: msg.into() }
     }
 }
 
@@ -61,11 +58,7 @@ fn type_name(v: &Value) -> &'static str {
 }
 
 fn line_of_offset(text: &str, offset: usize) -> usize {
-    text[..offset.min(text.len())]
-        .bytes()
-        .filter(|&b| b == b'\n')
-        .count()
-        + 1
+    text[..offset.min(text.len())].bytes().filter(|&b| b == b'\n').count() + 1
 }
 
 impl Scenario {
@@ -85,18 +78,9 @@ impl Scenario {
                 Some(span) => format!("{}:{}", path.display(), line_of_offset(&text, span.start)),
                 None => path.display().to_string(),
             };
-            InputError {
-                place,
-                msg: format!("invalid TOML: {}", e.message()),
-            }
+            InputError { place, msg: format!("invalid TOML: {}", e.message()) }
         })?;
-        Ok(Scenario {
-            path: path.to_path_buf(),
-            text,
-            root,
-            overridden: BTreeSet::new(),
-            claimed: BTreeSet::new(),
-        })
+        Ok(Scenario { path: path.to_path_buf(), text, root, overridden: BTreeSet::new(), claimed: BTreeSet::new() })
     }
 
     /// The file the scenario came from.
@@ -108,34 +92,22 @@ impl Scenario {
     /// `true`, `"x"`, `[1, 2]`), or as a plain string if it is not TOML.
     pub fn set(&mut self, assignment: &str) -> Result<(), InputError> {
         let flag = format!("--set {assignment}");
-        let (key, raw) = assignment
-            .split_once('=')
-            .ok_or_else(|| InputError::flag(&flag, "expected table.key=value"))?;
+        let (key, raw) =
+            assignment.split_once('=').ok_or_else(|| InputError::flag(&flag, "expected table.key=value"))?;
         let (table, field) = key
             .trim()
             .split_once('.')
             .filter(|(t, f)| !t.is_empty() && !f.is_empty() && !f.contains('.'))
-            .ok_or_else(|| {
-                InputError::flag(
-                    &flag,
-                    "expected a key of the form table.key (e.g. ring.laps)",
-                )
-            })?;
+            .ok_or_else(|| InputError::flag(&flag, "expected a key of the form table.key (e.g. ring.laps)"))?;
         let raw = raw.trim();
         let value = format!("v = {raw}")
             .parse::<Table>()
             .ok()
             .and_then(|mut t| t.remove("v"))
             .unwrap_or_else(|| Value::String(raw.to_string()));
-        let t = self
-            .root
-            .entry(table.to_string())
-            .or_insert_with(|| Value::Table(Table::new()));
+        let t = self.root.entry(table.to_string()).or_insert_with(|| Value::Table(Table::new()));
         let Value::Table(t) = t else {
-            return Err(InputError::flag(
-                &flag,
-                format!("`{table}` is not a table in the scenario"),
-            ));
+            return Err(InputError::flag(&flag, format!("`{table}` is not a table in the scenario")));
         };
         t.insert(field.to_string(), value);
         self.overridden.insert(format!("{table}.{field}"));
@@ -144,10 +116,7 @@ impl Scenario {
 
     /// Sets a value from a dedicated flag (`--seed`, `--ranks` …).
     pub fn set_value(&mut self, table: &str, key: &str, value: Value) {
-        let t = self
-            .root
-            .entry(table.to_string())
-            .or_insert_with(|| Value::Table(Table::new()));
+        let t = self.root.entry(table.to_string()).or_insert_with(|| Value::Table(Table::new()));
         if let Value::Table(t) = t {
             t.insert(key.to_string(), value);
         }
@@ -161,12 +130,7 @@ impl Scenario {
         for (i, line) in self.text.lines().enumerate() {
             let l = line.trim();
             if let Some(h) = l.strip_prefix('[') {
-                let name = h
-                    .trim_start_matches('[')
-                    .split(']')
-                    .next()
-                    .unwrap_or("")
-                    .trim();
+                let name = h.trim_start_matches('[').split(']').next().unwrap_or("").trim();
                 current = name.trim_matches('"').to_string();
                 if current == table {
                     header_line = Some(i + 1);
@@ -188,10 +152,7 @@ impl Scenario {
     pub fn error_at(&self, table: &str, key: &str, msg: impl Into<String>) -> InputError {
         let msg = msg.into();
         if self.overridden.contains(&format!("{table}.{key}")) {
-            return InputError {
-                place: format!("{} (set on the command line)", self.path.display()),
-                msg,
-            };
+            return InputError { place: format!("{} (set on the command line)", self.path.display()), msg };
         }
         let place = match self.line_of(table, key) {
             Some(l) => format!("{}:{l}", self.path.display()),
@@ -206,11 +167,7 @@ impl Scenario {
         let table = match self.root.get(name) {
             Some(Value::Table(t)) => t.clone(),
             Some(other) => {
-                return Err(self.error_at(
-                    name,
-                    "",
-                    format!("`{name}` must be a table, found {}", type_name(other)),
-                ))
+                return Err(self.error_at(name, "", format!("`{name}` must be a table, found {}", type_name(other))))
             }
             None if required => {
                 return Err(InputError {
@@ -220,12 +177,7 @@ impl Scenario {
             }
             None => Table::new(),
         };
-        Ok(Section {
-            sc: self,
-            name: name.to_string(),
-            table,
-            used: BTreeSet::new(),
-        })
+        Ok(Section { sc: self, name: name.to_string(), table, used: BTreeSet::new() })
     }
 
     /// Fails on any table no section claimed.
@@ -236,10 +188,7 @@ impl Scenario {
                 return Err(self.error_at(
                     name,
                     "",
-                    format!(
-                        "unknown table or key `{name}`; this scenario takes {}",
-                        expected.join(", ")
-                    ),
+                    format!("unknown table or key `{name}`; this scenario takes {}", expected.join(", ")),
                 ));
             }
         }
@@ -257,8 +206,7 @@ pub struct Section<'a> {
 
 impl Section<'_> {
     fn err(&self, key: &str, msg: String) -> InputError {
-        self.sc
-            .error_at(&self.name, key, format!("[{}] {key}: {msg}", self.name))
+        self.sc.error_at(&self.name, key, format!("[{}] {key}: {msg}", self.name))
     }
 
     fn take(&mut self, key: &str) -> Option<Value> {
@@ -267,65 +215,32 @@ impl Section<'_> {
     }
 
     /// An integer in `range`, or `default` when absent (`None`: required).
-    pub fn int(
-        &mut self,
-        key: &str,
-        default: Option<u64>,
-        range: RangeInclusive<u64>,
-    ) -> Result<u64, InputError> {
+    pub fn int(&mut self, key: &str, default: Option<u64>, range: RangeInclusive<u64>) -> Result<u64, InputError> {
         let (lo, hi) = (*range.start(), *range.end());
-        let bounds = if hi == u64::MAX {
-            format!("≥ {lo}")
-        } else {
-            format!("in {lo}..={hi}")
-        };
+        let bounds = if hi == u64::MAX { format!("≥ {lo}") } else { format!("in {lo}..={hi}") };
         match self.take(key) {
-            None => default
-                .ok_or_else(|| self.err(key, format!("missing; expected an integer {bounds}"))),
+            None => default.ok_or_else(|| self.err(key, format!("missing; expected an integer {bounds}"))),
             Some(Value::Integer(i)) if i >= 0 && range.contains(&(i as u64)) => Ok(i as u64),
-            Some(Value::Integer(i)) => {
-                Err(self.err(key, format!("expected an integer {bounds}, found {i}")))
-            }
-            Some(v) => Err(self.err(
-                key,
-                format!("expected an integer {bounds}, found {}", type_name(&v)),
-            )),
+            Some(Value::Integer(i)) => Err(self.err(key, format!("expected an integer {bounds}, found {i}"))),
+            Some(v) => Err(self.err(key, format!("expected an integer {bounds}, found {}", type_name(&v)))),
         }
     }
 
     /// A string from `choices`, or `default` when absent.
-    pub fn choice(
-        &mut self,
-        key: &str,
-        default: Option<&str>,
-        choices: &[&str],
-    ) -> Result<String, InputError> {
-        let list = choices
-            .iter()
-            .map(|c| format!("\"{c}\""))
-            .collect::<Vec<_>>()
-            .join(", ");
+    pub fn choice(&mut self, key: &str, default: Option<&str>, choices: &[&str]) -> Result<String, InputError> {
+        let list = choices.iter().map(|c| format!("\"{c}\"")).collect::<Vec<_>>().join(", ");
         match self.take(key) {
-            None => default
-                .map(str::to_string)
-                .ok_or_else(|| self.err(key, format!("missing; expected one of {list}"))),
-            Some(Value::String(s)) if choices.contains(&s.as_str()) => Ok(s),
-            Some(Value::String(s)) => {
-                Err(self.err(key, format!("expected one of {list}, found \"{s}\"")))
+            None => {
+                default.map(str::to_string).ok_or_else(|| self.err(key, format!("missing; expected one of {list}")))
             }
-            Some(v) => Err(self.err(
-                key,
-                format!("expected one of {list}, found {}", type_name(&v)),
-            )),
+            Some(Value::String(s)) if choices.contains(&s.as_str()) => Ok(s),
+            Some(Value::String(s)) => Err(self.err(key, format!("expected one of {list}, found \"{s}\""))),
+            Some(v) => Err(self.err(key, format!("expected one of {list}, found {}", type_name(&v)))),
         }
     }
 
     /// A string, or `default` when absent.
-    pub fn string(
-        &mut self,
-        key: &str,
-        default: Option<&str>,
-    ) -> Result<Option<String>, InputError> {
+    pub fn string(&mut self, key: &str, default: Option<&str>) -> Result<Option<String>, InputError> {
         match self.take(key) {
             None => Ok(default.map(str::to_string)),
             Some(Value::String(s)) => Ok(Some(s)),
@@ -338,10 +253,7 @@ impl Section<'_> {
         let known: Vec<&str> = self.used.iter().map(String::as_str).collect();
         for key in self.table.keys() {
             if !self.used.contains(key) {
-                return Err(self.err(
-                    key,
-                    format!("unknown key; [{}] takes {}", self.name, known.join(", ")),
-                ));
+                return Err(self.err(key, format!("unknown key; [{}] takes {}", self.name, known.join(", "))));
             }
         }
         Ok(())
@@ -358,8 +270,7 @@ mod tests {
 
     #[test]
     fn syntax_errors_name_the_line() {
-        let e = Scenario::parse(Path::new("s.toml"), "[run]\nseed = 1\nranks = = 2\n".into())
-            .unwrap_err();
+        let e = Scenario::parse(Path::new("s.toml"), "[run]\nseed = 1\nranks = = 2\n".into()).unwrap_err();
         assert_eq!(e.place, "s.toml:3", "{e}");
     }
 
@@ -370,10 +281,7 @@ mod tests {
         r.int("laps", None, 1..=10).unwrap();
         let e = r.finish().unwrap_err();
         assert_eq!(e.place, "s.toml:6");
-        assert!(
-            e.msg.contains("lapz") && e.msg.contains("unknown key"),
-            "{e}"
-        );
+        assert!(e.msg.contains("lapz") && e.msg.contains("unknown key"), "{e}");
     }
 
     #[test]
@@ -392,19 +300,9 @@ mod tests {
     fn set_overrides_and_is_blamed_on_the_flag() {
         let mut s = sc("[ring]\nlaps = 3\n");
         s.set("ring.laps=7").unwrap();
-        assert_eq!(
-            s.section("ring", true)
-                .unwrap()
-                .int("laps", None, 1..=10)
-                .unwrap(),
-            7
-        );
+        assert_eq!(s.section("ring", true).unwrap().int("laps", None, 1..=10).unwrap(), 7);
         s.set("ring.laps=0").unwrap();
-        let e = s
-            .section("ring", true)
-            .unwrap()
-            .int("laps", None, 1..=10)
-            .unwrap_err();
+        let e = s.section("ring", true).unwrap().int("laps", None, 1..=10).unwrap_err();
         assert!(e.place.contains("command line"), "{e}");
         assert!(s.set("nonsense").is_err());
         assert!(s.set("a.b.c=1").is_err());
@@ -413,10 +311,7 @@ mod tests {
     #[test]
     fn unknown_table_is_an_error() {
         let mut s = sc("[run]\nseed = 1\n[rign]\nlaps = 1\n");
-        s.section("run", true)
-            .unwrap()
-            .int("seed", None, 0..=u64::MAX)
-            .unwrap();
+        s.section("run", true).unwrap().int("seed", None, 0..=u64::MAX).unwrap();
         let e = s.finish().unwrap_err();
         assert_eq!(e.place, "s.toml:3");
         assert!(e.msg.contains("rign"), "{e}");

@@ -16,9 +16,7 @@ fn main() {
     let panic_mode = std::env::args().any(|a| a == "--panic");
     let result = mpi::launch(|comm| {
         if let Ok(want) = std::env::var("PARSIM_EXPECT_SIZE") {
-            let want: usize = want
-                .parse()
-                .map_err(|_| "PARSIM_EXPECT_SIZE is not a number".to_string())?;
+            let want: usize = want.parse().map_err(|_| "PARSIM_EXPECT_SIZE is not a number".to_string())?;
             if comm.size() != want {
                 return Err(format!(
                     "world size is {} but {want} ranks were launched: is the binary linked against another MPI than this mpirun?",
@@ -28,8 +26,7 @@ fn main() {
         }
         if panic_mode {
             for step in 0..100u64 {
-                comm.all_reduce(&[step], ReduceOp::Sum)
-                    .map_err(|e: CommError| e.to_string())?;
+                comm.all_reduce(&[step], ReduceOp::Sum).map_err(|e: CommError| e.to_string())?;
                 if comm.rank() == 1.min(comm.size() - 1) && step == 10 {
                     panic!("deliberate failure at step {step}");
                 }
@@ -37,13 +34,7 @@ fn main() {
             return Ok(());
         }
         for (name, case) in conformance::cases::<mpi::MpiComm>() {
-            case(&comm).map_err(|e| {
-                format!(
-                    "case {name} failed on rank {} of {}: {e}",
-                    comm.rank(),
-                    comm.size()
-                )
-            })?;
+            case(&comm).map_err(|e| format!("case {name} failed on rank {} of {}: {e}", comm.rank(), comm.size()))?;
             if comm.rank() == 0 {
                 println!("ok {name} ({} ranks)", comm.size());
             }

@@ -36,9 +36,7 @@ pub struct Aggregator<T> {
 impl<T: Pod + Send> Aggregator<T> {
     /// Empty buffers for a communicator of `size` ranks.
     pub fn new(size: usize) -> Self {
-        Aggregator {
-            buffers: (0..size).map(|_| Vec::new()).collect(),
-        }
+        Aggregator { buffers: (0..size).map(|_| Vec::new()).collect() }
     }
 
     /// Queues one record for `dest`.
@@ -80,12 +78,7 @@ impl<T: Pod + Send> Aggregator<T> {
     /// list the ranks that list it (a symmetric neighbourhood, as in a halo
     /// exchange). Records queued for ranks outside `neighbours` stay queued.
     /// Returns the records received, in the order of `neighbours`.
-    pub fn exchange_with<C: Comm>(
-        &mut self,
-        comm: &C,
-        neighbours: &[usize],
-        tag: Tag,
-    ) -> Result<Vec<Vec<T>>> {
+    pub fn exchange_with<C: Comm>(&mut self, comm: &C, neighbours: &[usize], tag: Tag) -> Result<Vec<Vec<T>>> {
         let mut recvs = Vec::with_capacity(neighbours.len());
         for &n in neighbours {
             recvs.push(comm.irecv::<T>(Source::Rank(n), TagMatch::Tag(tag))?);
@@ -98,9 +91,6 @@ impl<T: Pod + Send> Aggregator<T> {
         }
         comm.clock().count("aggregated_records", records);
         let _g = comm.clock().enter(Phase::Comm);
-        recvs
-            .into_iter()
-            .map(|r| r.wait().map(|m| m.data))
-            .collect()
+        recvs.into_iter().map(|r| r.wait().map(|m| m.data)).collect()
     }
 }

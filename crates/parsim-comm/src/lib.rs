@@ -145,12 +145,7 @@ pub trait Comm: Sized {
     fn backend(&self) -> &'static str;
 
     /// Starts sending `data` to `dest` with `tag`; the buffer is moved in.
-    fn isend<T: Pod + Send>(
-        &self,
-        dest: usize,
-        tag: Tag,
-        data: Vec<T>,
-    ) -> Result<Self::SendRequest>;
+    fn isend<T: Pod + Send>(&self, dest: usize, tag: Tag, data: Vec<T>) -> Result<Self::SendRequest>;
     /// Starts receiving a message of `T`s from `source` with `tag`.
     fn irecv<T: Pod + Send>(&self, source: Source, tag: TagMatch) -> Result<Self::RecvRequest<T>>;
     /// Waits for a matching message and returns its envelope without receiving it.
@@ -185,58 +180,29 @@ pub trait Comm: Sized {
 
     /// Sends a serde value (postcard-encoded).
     fn send_value<S: Serialize + ?Sized>(&self, dest: usize, tag: Tag, value: &S) -> Result<()> {
-        let bytes = self
-            .clock()
-            .in_phase(parsim_core::Phase::Comm, || wire::encode(value))?;
+        let bytes = self.clock().in_phase(parsim_core::Phase::Comm, || wire::encode(value))?;
         self.send(dest, tag, bytes)
     }
 
     /// Receives a serde value; returns it with its envelope.
-    fn recv_value<D: DeserializeOwned>(
-        &self,
-        source: Source,
-        tag: TagMatch,
-    ) -> Result<(D, Status)> {
+    fn recv_value<D: DeserializeOwned>(&self, source: Source, tag: TagMatch) -> Result<(D, Status)> {
         let m = self.recv::<u8>(source, tag)?;
-        let st = Status {
-            source: m.source,
-            tag: m.tag,
-            bytes: m.data.len(),
-        };
-        let v = self
-            .clock()
-            .in_phase(parsim_core::Phase::Comm, || wire::decode(&m.data))?;
+        let st = Status { source: m.source, tag: m.tag, bytes: m.data.len() };
+        let v = self.clock().in_phase(parsim_core::Phase::Comm, || wire::decode(&m.data))?;
         Ok((v, st))
     }
 
     /// Rank `root`'s value on every rank.
-    fn broadcast_value<S: Serialize + DeserializeOwned>(
-        &self,
-        root: usize,
-        value: &S,
-    ) -> Result<S> {
-        let bytes = if self.rank() == root {
-            wire::encode(value)?
-        } else {
-            Vec::new()
-        };
+    fn broadcast_value<S: Serialize + DeserializeOwned>(&self, root: usize, value: &S) -> Result<S> {
+        let bytes = if self.rank() == root { wire::encode(value)? } else { Vec::new() };
         let bytes = self.broadcast(root, bytes)?;
         Ok(wire::decode(&bytes)?)
     }
 
     /// Every rank's value, in rank order, on `root`; `None` elsewhere.
-    fn gather_value<S: Serialize + DeserializeOwned>(
-        &self,
-        root: usize,
-        value: &S,
-    ) -> Result<Option<Vec<S>>> {
+    fn gather_value<S: Serialize + DeserializeOwned>(&self, root: usize, value: &S) -> Result<Option<Vec<S>>> {
         match self.gather(root, wire::encode(value)?)? {
-            Some(parts) => Ok(Some(
-                parts
-                    .iter()
-                    .map(|b| wire::decode(b))
-                    .collect::<Result<_, _>>()?,
-            )),
+            Some(parts) => Ok(Some(parts.iter().map(|b| wire::decode(b)).collect::<Result<_, _>>()?)),
             None => Ok(None),
         }
     }
@@ -244,28 +210,16 @@ pub trait Comm: Sized {
     /// Every rank's value, in rank order, on every rank.
     fn all_gather_value<S: Serialize + DeserializeOwned>(&self, value: &S) -> Result<Vec<S>> {
         let parts = self.all_gather(wire::encode(value)?)?;
-        Ok(parts
-            .iter()
-            .map(|b| wire::decode(b))
-            .collect::<Result<_, _>>()?)
+        Ok(parts.iter().map(|b| wire::decode(b)).collect::<Result<_, _>>()?)
     }
 
     /// Elementwise reduction of every rank's `data` (equal lengths), on `root`.
-    fn reduce<T: Reducible>(
-        &self,
-        root: usize,
-        data: &[T],
-        op: ReduceOp,
-    ) -> Result<Option<Vec<T>>> {
+    fn reduce<T: Reducible>(&self, root: usize, data: &[T], op: ReduceOp) -> Result<Option<Vec<T>>> {
         match self.gather(root, data.to_vec())? {
-            Some(parts) => {
-                reduce::fold(parts, op)
-                    .map(Some)
-                    .ok_or_else(|| CommError::BadArgument {
-                        op: "reduce",
-                        msg: "ranks contributed vectors of different lengths".into(),
-                    })
-            }
+            Some(parts) => reduce::fold(parts, op).map(Some).ok_or_else(|| CommError::BadArgument {
+                op: "reduce",
+                msg: "ranks contributed vectors of different lengths".into(),
+            }),
             None => Ok(None),
         }
     }

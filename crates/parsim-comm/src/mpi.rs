@@ -54,17 +54,10 @@ impl Inner {
     fn iprobe(&self, source: Option<usize>, tag: Option<Tag>) -> Option<Status> {
         let t = tag.map_or(any_tag(), |t| t as i32);
         let st = match source {
-            Some(s) => self
-                .comm
-                .process_at_rank(s as i32)
-                .immediate_probe_with_tag(t),
+            Some(s) => self.comm.process_at_rank(s as i32).immediate_probe_with_tag(t),
             None => self.comm.any_process().immediate_probe_with_tag(t),
         }?;
-        Some(Status {
-            source: st.source_rank() as usize,
-            tag: st.tag() as Tag,
-            bytes: st.count(u8_type()) as usize,
-        })
+        Some(Status { source: st.source_rank() as usize, tag: st.tag() as Tag, bytes: st.count(u8_type()) as usize })
     }
 }
 
@@ -111,10 +104,7 @@ pub struct MpiComm {
 
 impl std::fmt::Debug for MpiComm {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MpiComm")
-            .field("rank", &self.rank())
-            .field("size", &self.size())
-            .finish()
+        f.debug_struct("MpiComm").field("rank", &self.rank()).field("size", &self.size()).finish()
     }
 }
 
@@ -241,11 +231,7 @@ impl Comm for MpiComm {
         let root_proc = self.inner.comm.process_at_rank(root as i32);
         let mut len = data.len() as u64;
         root_proc.broadcast_into(&mut len);
-        let mut buf = if self.rank() == root {
-            data
-        } else {
-            vec![T::zeroed(); len as usize]
-        };
+        let mut buf = if self.rank() == root { data } else { vec![T::zeroed(); len as usize] };
         let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut buf);
         mpi_count(bytes.len(), "broadcast")?;
         if !bytes.is_empty() {
@@ -306,14 +292,9 @@ impl Comm for MpiComm {
             .map(|p| mpi_count(std::mem::size_of_val(p.as_slice()), "all_to_all_v"))
             .collect::<Result<_>>()?;
         let send_displs = displacements(&send_counts)?;
-        let send: Vec<u8> = parts
-            .iter()
-            .flat_map(|p| bytemuck::cast_slice::<T, u8>(p).iter().copied())
-            .collect();
+        let send: Vec<u8> = parts.iter().flat_map(|p| bytemuck::cast_slice::<T, u8>(p).iter().copied()).collect();
         let mut recv_counts = vec![0i32; self.size()];
-        self.inner
-            .comm
-            .all_to_all_into(&send_counts[..], &mut recv_counts[..]);
+        self.inner.comm.all_to_all_into(&send_counts[..], &mut recv_counts[..]);
         let recv_displs = displacements(&recv_counts)?;
         let total: usize = recv_counts.iter().map(|&c| c as usize).sum();
         let mut recv = recv_buffer(total);
@@ -326,10 +307,7 @@ impl Comm for MpiComm {
     }
 
     fn split(&self, colour: Option<u32>, key: u32) -> Result<Option<Self>> {
-        let bad = |what: &str| CommError::BadArgument {
-            op: "split",
-            msg: format!("{what} must be below 2^31"),
-        };
+        let bad = |what: &str| CommError::BadArgument { op: "split", msg: format!("{what} must be below 2^31") };
         let colour = match colour {
             Some(c) => Color::with_value(i32::try_from(c).map_err(|_| bad("colour"))?),
             None => Color::undefined(),
@@ -347,9 +325,7 @@ impl Comm for MpiComm {
             members: members.iter().map(|&m| m as usize).collect(),
             clock: self.inner.clock.clone(),
         };
-        Ok(Some(MpiComm {
-            inner: Rc::new(inner),
-        }))
+        Ok(Some(MpiComm { inner: Rc::new(inner) }))
     }
 }
 
@@ -381,12 +357,8 @@ impl Launcher {
         F: FnOnce(MpiComm) -> std::result::Result<R, E>,
         E: std::fmt::Display,
     {
-        let (universe, _level) =
-            ::mpi::initialize_with_threading(Threading::Funneled).ok_or_else(|| {
-                CommError::Mpi {
-                    msg: "MPI was already initialised in this process".into(),
-                }
-            })?;
+        let (universe, _level) = ::mpi::initialize_with_threading(Threading::Funneled)
+            .ok_or_else(|| CommError::Mpi { msg: "MPI was already initialised in this process".into() })?;
         let world = universe.world();
         let size = world.size() as usize;
         let rank = world.rank() as usize;
@@ -396,13 +368,7 @@ impl Launcher {
         world.barrier();
         let clock = Arc::new(PhaseClock::with_epoch(size, Instant::now(), self.trace));
         let abort_comm = world.as_raw();
-        let comm = MpiComm {
-            inner: Rc::new(Inner {
-                comm: world,
-                members: (0..size).collect(),
-                clock,
-            }),
-        };
+        let comm = MpiComm { inner: Rc::new(Inner { comm: world, members: (0..size).collect(), clock }) };
         let out = catch_unwind(AssertUnwindSafe(|| f(comm)));
         let message = match out {
             Ok(Ok(v)) => {
@@ -433,13 +399,41 @@ where
 
 /// The MPI library's version string (`MPI_Get_library_version`).
 pub fn library_version() -> String {
-    ::mpi::environment::library_version()
-        .unwrap_or_else(|_| "unknown".into())
-        .trim()
-        .to_string()
+    ::mpi::environment::library_version().unwrap_or_else(|_| "unknown".into()).trim().to_string()
 }
 
 #[allow(dead_code)]
 fn _assert_source_trait_in_scope(c: &SimpleCommunicator) {
     let _ = c.any_process().immediate_probe();
+}
+
+/// The reference the MPI backend is measured against: a plain blocking
+/// `MPI_Send` / `MPI_Recv` ping-pong of `bytes` between ranks 0 and 1, with
+/// no parsim layer at all. Returns seconds per round trip (on ranks 0 and 1;
+/// other ranks only take part in the barriers).
+pub fn raw_pingpong(comm: &MpiComm, bytes: usize, iters: usize) -> f64 {
+    use ::mpi::point_to_point::Destination;
+    let c = &comm.inner.comm;
+    let mut buf = vec![0u8; bytes.max(1)];
+    let buf = &mut buf[..bytes];
+    c.barrier();
+    let t0 = Instant::now();
+    match c.rank() {
+        0 => {
+            for _ in 0..iters {
+                c.process_at_rank(1).send_with_tag(&buf[..], 1);
+                c.process_at_rank(1).receive_into_with_tag(buf, 1);
+            }
+        }
+        1 => {
+            for _ in 0..iters {
+                c.process_at_rank(0).receive_into_with_tag(buf, 1);
+                c.process_at_rank(0).send_with_tag(&buf[..], 1);
+            }
+        }
+        _ => {}
+    }
+    let dt = t0.elapsed().as_secs_f64() / iters as f64;
+    c.barrier();
+    dt
 }

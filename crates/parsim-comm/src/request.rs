@@ -78,10 +78,7 @@ static SPIN_NS: AtomicU64 = AtomicU64::new(0);
 /// Tells polling waits whether ranks have dedicated cores (`ranks_here <= cores`).
 pub(crate) fn set_dedicated_cores(ranks_here: usize) {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    SPIN_NS.store(
-        if ranks_here <= cores { 200_000 } else { 0 },
-        Ordering::Relaxed,
-    );
+    SPIN_NS.store(if ranks_here <= cores { 200_000 } else { 0 }, Ordering::Relaxed);
 }
 
 /// Spin, then yield, then sleep: the idle strategy of polling waits.
@@ -94,11 +91,7 @@ pub(crate) struct Backoff {
 
 impl Backoff {
     pub(crate) fn new() -> Self {
-        Backoff {
-            start: Instant::now(),
-            spin: Duration::from_nanos(SPIN_NS.load(Ordering::Relaxed)),
-            sleep_us: 20,
-        }
+        Backoff { start: Instant::now(), spin: Duration::from_nanos(SPIN_NS.load(Ordering::Relaxed)), sleep_us: 20 }
     }
 
     /// Waits a little: spins while within the spin budget, then yields the

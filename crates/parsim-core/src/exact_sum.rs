@@ -53,11 +53,7 @@ impl Default for ExactSum {
 impl ExactSum {
     /// An empty sum (value 0).
     pub fn new() -> Self {
-        ExactSum {
-            limbs: vec![0; LIMBS],
-            pending: 0,
-            special: 0,
-        }
+        ExactSum { limbs: vec![0; LIMBS], pending: 0, special: 0 }
     }
 
     /// Adds one value exactly.
@@ -80,11 +76,7 @@ impl ExactSum {
             return;
         }
         // x = mant * 2^(e - BIAS) with e >= 0.
-        let (mant, e) = if exp_field == 0 {
-            (frac, 0)
-        } else {
-            (frac | (1u64 << 52), exp_field - 1)
-        };
+        let (mant, e) = if exp_field == 0 { (frac, 0) } else { (frac | (1u64 << 52), exp_field - 1) };
         let digit = (e as u32 / DIGIT_BITS) as usize;
         let shift = e as u32 % DIGIT_BITS;
         let wide = u128::from(mant) << shift; // < 2^85: at most three digits
@@ -164,13 +156,8 @@ impl ExactSum {
             return None;
         }
         let flags = &limbs[LIMBS..];
-        let special =
-            u8::from(flags[0] > 0) | (u8::from(flags[1] > 0) << 1) | (u8::from(flags[2] > 0) << 2);
-        let mut s = ExactSum {
-            limbs: limbs[..LIMBS].to_vec(),
-            pending: 0,
-            special,
-        };
+        let special = u8::from(flags[0] > 0) | (u8::from(flags[1] > 0) << 1) | (u8::from(flags[2] > 0) << 2);
+        let mut s = ExactSum { limbs: limbs[..LIMBS].to_vec(), pending: 0, special };
         s.normalise();
         Some(s)
     }
@@ -269,10 +256,7 @@ mod tests {
         assert_eq!(exact(&[1.0, 2.0, 3.0]), 6.0);
         assert_eq!(exact(&[0.1, 0.2]), 0.1 + 0.2);
         assert_eq!(exact(&[1e308, 1e308, -1e308]), 1e308);
-        assert_eq!(
-            exact(&[f64::MIN_POSITIVE / 4.0, f64::MIN_POSITIVE / 4.0]),
-            f64::MIN_POSITIVE / 2.0
-        );
+        assert_eq!(exact(&[f64::MIN_POSITIVE / 4.0, f64::MIN_POSITIVE / 4.0]), f64::MIN_POSITIVE / 2.0);
         assert_eq!(exact(&[5e-324, 5e-324, 5e-324]), 1.5e-323);
         assert_eq!(exact(&[-3.5, 1.25]), -2.25);
         assert_eq!(exact(&[f64::MAX, f64::MAX]), f64::INFINITY);
@@ -285,15 +269,9 @@ mod tests {
         // 1 + 2^-53 is a tie: rounds to 1 (even); 1 + 2^-53 + 2^-80 rounds up.
         let half_ulp = 2f64.powi(-53);
         assert_eq!(exact(&[1.0, half_ulp]), 1.0);
-        assert_eq!(
-            exact(&[1.0, half_ulp, 2f64.powi(-80)]),
-            1.0 + 2f64.powi(-52)
-        );
+        assert_eq!(exact(&[1.0, half_ulp, 2f64.powi(-80)]), 1.0 + 2f64.powi(-52));
         // (1 + 2^-52) + 2^-53 is a tie between odd and even: rounds up to even.
-        assert_eq!(
-            exact(&[1.0 + 2f64.powi(-52), half_ulp]),
-            1.0 + 2f64.powi(-51)
-        );
+        assert_eq!(exact(&[1.0 + 2f64.powi(-52), half_ulp]), 1.0 + 2f64.powi(-51));
     }
 
     #[test]

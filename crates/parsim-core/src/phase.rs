@@ -48,13 +48,7 @@ pub enum Phase {
 
 impl Phase {
     /// All phases, in report order.
-    pub const ALL: [Phase; 5] = [
-        Phase::Compute,
-        Phase::Comm,
-        Phase::Wait,
-        Phase::Io,
-        Phase::Serial,
-    ];
+    pub const ALL: [Phase; 5] = [Phase::Compute, Phase::Comm, Phase::Wait, Phase::Io, Phase::Serial];
 
     /// The phase's lower-case name, as used in `summary.json` and traces.
     pub fn name(self) -> &'static str {
@@ -132,14 +126,12 @@ pub struct PhaseReport {
 impl PhaseReport {
     /// Traffic summed over all peers.
     pub fn traffic(&self) -> PeerTraffic {
-        self.peers
-            .iter()
-            .fold(PeerTraffic::default(), |a, p| PeerTraffic {
-                messages_sent: a.messages_sent + p.messages_sent,
-                bytes_sent: a.bytes_sent + p.bytes_sent,
-                messages_received: a.messages_received + p.messages_received,
-                bytes_received: a.bytes_received + p.bytes_received,
-            })
+        self.peers.iter().fold(PeerTraffic::default(), |a, p| PeerTraffic {
+            messages_sent: a.messages_sent + p.messages_sent,
+            bytes_sent: a.bytes_sent + p.bytes_sent,
+            messages_received: a.messages_received + p.messages_received,
+            bytes_received: a.bytes_received + p.bytes_received,
+        })
     }
 }
 
@@ -149,6 +141,14 @@ struct PeerCells {
     bytes_sent: AtomicU64,
     messages_received: AtomicU64,
     bytes_received: AtomicU64,
+}
+
+/// Adds to a counter that only the rank's own thread writes: a plain load
+/// and store (no locked read-modify-write) keeps message accounting cheap.
+/// Readers on other threads see a consistent, possibly slightly old, value.
+#[inline]
+fn bump(c: &AtomicU64, n: u64) {
+    c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
 }
 
 /// Most spans a rank keeps for its trace; later ones are counted, not kept.
@@ -161,8 +161,10 @@ struct TraceBuf {
 
 /// Per-rank accumulated time in each [`Phase`], plus traffic and counters.
 ///
-/// The clock is used by one rank's thread; its methods take `&self` so the
-/// communicator and the engine can share it.
+/// The clock belongs to one rank's thread: phase switches and traffic
+/// counters must be made from it (they are single-writer); [`count`](Self::count)
+/// and [`report`](Self::report) may be called from any thread. Methods take
+/// `&self` so the communicator and the engine can share it.
 pub struct PhaseClock {
     epoch: Instant,
     current: AtomicU8,
@@ -175,9 +177,7 @@ pub struct PhaseClock {
 
 impl std::fmt::Debug for PhaseClock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PhaseClock")
-            .field("report", &self.report())
-            .finish()
+        f.debug_struct("PhaseClock").field("report", &self.report()).finish()
     }
 }
 
@@ -203,23 +203,13 @@ impl PhaseClock {
             totals_ns: Default::default(),
             peers: (0..world_size).map(|_| PeerCells::default()).collect(),
             counters: Mutex::new(BTreeMap::new()),
-            trace: trace.then(|| {
-                Mutex::new(TraceBuf {
-                    spans: Vec::new(),
-                    dropped: 0,
-                })
-            }),
+            trace: trace.then(|| Mutex::new(TraceBuf { spans: Vec::new(), dropped: 0 })),
         }
     }
 
     /// Turns trace recording on (from now) or off.
     pub fn set_tracing(&mut self, on: bool) {
-        self.trace = on.then(|| {
-            Mutex::new(TraceBuf {
-                spans: Vec::new(),
-                dropped: 0,
-            })
-        });
+        self.trace = on.then(|| Mutex::new(TraceBuf { spans: Vec::new(), dropped: 0 }));
     }
 
     fn now_ns(&self) -> u64 {
@@ -241,7 +231,7 @@ impl PhaseClock {
         let now = self.now_ns();
         let since = self.since_ns.swap(now, Ordering::Relaxed);
         let dt = now.saturating_sub(since);
-        self.totals_ns[prev as usize].fetch_add(dt, Ordering::Relaxed);
+        bump(&self.totals_ns[prev as usize], dt);
         if let Some(t) = &self.trace {
             if dt > 0 {
                 let mut guard = t.lock().unwrap_or_else(|e| e.into_inner());
@@ -250,11 +240,7 @@ impl PhaseClock {
                 match t.spans.last_mut() {
                     Some(last) if last.phase == prev && last.end_ns == since => last.end_ns = now,
                     _ if full => t.dropped += 1,
-                    _ => t.spans.push(Span {
-                        phase: prev,
-                        start_ns: since,
-                        end_ns: now,
-                    }),
+                    _ => t.spans.push(Span { phase: prev, start_ns: since, end_ns: now }),
                 }
             }
         }
@@ -279,8 +265,8 @@ impl PhaseClock {
     #[inline]
     pub fn sent(&self, peer: usize, bytes: usize) {
         if let Some(c) = self.peers.get(peer) {
-            c.messages_sent.fetch_add(1, Ordering::Relaxed);
-            c.bytes_sent.fetch_add(bytes as u64, Ordering::Relaxed);
+            bump(&c.messages_sent, 1);
+            bump(&c.bytes_sent, bytes as u64);
         }
     }
 
@@ -288,8 +274,8 @@ impl PhaseClock {
     #[inline]
     pub fn received(&self, peer: usize, bytes: usize) {
         if let Some(c) = self.peers.get(peer) {
-            c.messages_received.fetch_add(1, Ordering::Relaxed);
-            c.bytes_received.fetch_add(bytes as u64, Ordering::Relaxed);
+            bump(&c.messages_received, 1);
+            bump(&c.bytes_received, bytes as u64);
         }
     }
 
@@ -301,14 +287,8 @@ impl PhaseClock {
 
     /// Phase times (including the phase running now), traffic and counters.
     pub fn report(&self) -> PhaseReport {
-        let mut ns: Vec<u64> = self
-            .totals_ns
-            .iter()
-            .map(|t| t.load(Ordering::Relaxed))
-            .collect();
-        let running = self
-            .now_ns()
-            .saturating_sub(self.since_ns.load(Ordering::Relaxed));
+        let mut ns: Vec<u64> = self.totals_ns.iter().map(|t| t.load(Ordering::Relaxed)).collect();
+        let running = self.now_ns().saturating_sub(self.since_ns.load(Ordering::Relaxed));
         ns[self.current() as usize] += running;
         let s = |p: Phase| ns[p as usize] as f64 * 1e-9;
         PhaseReport {
@@ -329,11 +309,7 @@ impl PhaseClock {
                     bytes_received: c.bytes_received.load(Ordering::Relaxed),
                 })
                 .collect(),
-            counters: self
-                .counters
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .clone(),
+            counters: self.counters.lock().unwrap_or_else(|e| e.into_inner()).clone(),
         }
     }
 
@@ -341,11 +317,7 @@ impl PhaseClock {
     /// closing the running phase at the current instant.
     pub fn trace(&self, rank: usize) -> Trace {
         let Some(t) = &self.trace else {
-            return Trace {
-                rank,
-                spans: Vec::new(),
-                dropped: 0,
-            };
+            return Trace { rank, spans: Vec::new(), dropped: 0 };
         };
         let t = t.lock().unwrap_or_else(|e| e.into_inner());
         let mut spans = t.spans.clone();
@@ -354,18 +326,10 @@ impl PhaseClock {
         let cur = self.current();
         match spans.last_mut() {
             Some(last) if last.phase == cur && last.end_ns == since => last.end_ns = now,
-            _ if now > since => spans.push(Span {
-                phase: cur,
-                start_ns: since,
-                end_ns: now,
-            }),
+            _ if now > since => spans.push(Span { phase: cur, start_ns: since, end_ns: now }),
             _ => {}
         }
-        Trace {
-            rank,
-            spans,
-            dropped: t.dropped,
-        }
+        Trace { rank, spans, dropped: t.dropped }
     }
 }
 
@@ -405,10 +369,7 @@ mod tests {
         assert!(r.phases_s.wait >= 0.019, "{r:?}");
         let tr = clock.trace(0);
         let names: Vec<Phase> = tr.spans.iter().map(|s| s.phase).collect();
-        assert!(
-            names.contains(&Phase::Io) && names.contains(&Phase::Wait),
-            "{names:?}"
-        );
+        assert!(names.contains(&Phase::Io) && names.contains(&Phase::Wait), "{names:?}");
         for w in tr.spans.windows(2) {
             assert!(w[0].end_ns <= w[1].start_ns);
         }

@@ -66,10 +66,7 @@ pub struct StreamKey {
 impl StreamKey {
     /// The root key of a run's seed.
     pub fn new(seed: u64) -> Self {
-        StreamKey {
-            seed,
-            path: 0x6A09_E667_F3BC_C908_B2FB_1366_EA95_7D3E,
-        }
+        StreamKey { seed, path: 0x6A09_E667_F3BC_C908_B2FB_1366_EA95_7D3E }
     }
 
     /// Extends the path with one integer coordinate (an entity id, a step, a replication …).
@@ -79,10 +76,7 @@ impl StreamKey {
         buf[..16].copy_from_slice(&self.path.to_le_bytes());
         buf[16..24].copy_from_slice(&coordinate.to_le_bytes());
         buf[24] = 0x01;
-        StreamKey {
-            seed: self.seed,
-            path: xxh3_128(&buf),
-        }
+        StreamKey { seed: self.seed, path: xxh3_128(&buf) }
     }
 
     /// Extends the path with a purpose label ("infection", "ring.delay" …), so
@@ -93,10 +87,7 @@ impl StreamKey {
         buf.extend_from_slice(&self.path.to_le_bytes());
         buf.extend_from_slice(label.as_bytes());
         buf.push(0x02);
-        StreamKey {
-            seed: self.seed,
-            path: xxh3_128(&buf),
-        }
+        StreamKey { seed: self.seed, path: xxh3_128(&buf) }
     }
 
     /// The seed this key was built from.
@@ -128,12 +119,7 @@ impl Stream {
         let key = [seed as u32, (seed >> 32) as u32];
         let hi = path >> 32; // upper 96 bits of the hash
         let counter = [0, hi as u32, (hi >> 32) as u32, (hi >> 64) as u32];
-        Stream {
-            key,
-            counter,
-            buf: [0; 4],
-            next: 4,
-        }
+        Stream { key, counter, buf: [0; 4], next: 4 }
     }
 
     /// The conventional per-rank substream: one long stream per (seed, rank).
@@ -143,10 +129,7 @@ impl Stream {
     /// only for draws that do not enter the model's result (load-balancing
     /// jitter, sampling for diagnostics); use [`StreamKey`] for everything else.
     pub fn for_rank(seed: u64, rank: usize) -> Self {
-        StreamKey::new(seed)
-            .purpose("parsim.per-rank")
-            .with(rank as u64)
-            .stream()
+        StreamKey::new(seed).purpose("parsim.per-rank").with(rank as u64).stream()
     }
 
     /// Jumps ahead by `blocks` blocks of four `u32` values (each `next_u64`
@@ -161,9 +144,8 @@ impl Stream {
     #[inline]
     fn refill(&mut self) {
         self.buf = philox4x32(self.counter, self.key, 10);
-        self.counter[0] = self.counter[0]
-            .checked_add(1)
-            .expect("parsim random stream exhausted (2^32 blocks); use more coordinates");
+        self.counter[0] =
+            self.counter[0].checked_add(1).expect("parsim random stream exhausted (2^32 blocks); use more coordinates");
         self.next = 0;
     }
 
@@ -246,16 +228,8 @@ mod tests {
     /// Random123 `tests/kat_vectors`, the three `philox4x32 10` lines:
     /// counter (4 words), key (2 words), expected output (4 words).
     const KAT_10: [([u32; 4], [u32; 2], [u32; 4]); 3] = [
-        (
-            [0, 0, 0, 0],
-            [0, 0],
-            [0x6627_e8d5, 0xe169_c58d, 0xbc57_ac4c, 0x9b00_dbd8],
-        ),
-        (
-            [u32::MAX; 4],
-            [u32::MAX; 2],
-            [0x408f_276d, 0x41c8_3b0e, 0xa20b_c7c6, 0x6d54_51fd],
-        ),
+        ([0, 0, 0, 0], [0, 0], [0x6627_e8d5, 0xe169_c58d, 0xbc57_ac4c, 0x9b00_dbd8]),
+        ([u32::MAX; 4], [u32::MAX; 2], [0x408f_276d, 0x41c8_3b0e, 0xa20b_c7c6, 0x6d54_51fd]),
         (
             [0x243f_6a88, 0x85a3_08d3, 0x1319_8a2e, 0x0370_7344],
             [0xa409_3822, 0x299f_31d0],
@@ -266,22 +240,14 @@ mod tests {
     #[test]
     fn philox4x32_10_known_answer_vectors() {
         for (ctr, key, want) in KAT_10 {
-            assert_eq!(
-                philox4x32(ctr, key, 10),
-                want,
-                "ctr {ctr:08x?} key {key:08x?}"
-            );
+            assert_eq!(philox4x32(ctr, key, 10), want, "ctr {ctr:08x?} key {key:08x?}");
         }
     }
 
     #[test]
     fn philox4x32_7_known_answer_vector() {
         // Random123 kat_vectors: philox4x32 7, the pi-digits line.
-        let out = philox4x32(
-            [0x243f_6a88, 0x85a3_08d3, 0x1319_8a2e, 0x0370_7344],
-            [0xa409_3822, 0x299f_31d0],
-            7,
-        );
+        let out = philox4x32([0x243f_6a88, 0x85a3_08d3, 0x1319_8a2e, 0x0370_7344], [0xa409_3822, 0x299f_31d0], 7);
         assert_eq!(out, [0x4dfc_caba, 0x190a_87f0, 0xc473_62ba, 0xb6b5_242a]);
     }
 

@@ -6,10 +6,7 @@ fn run_err(path: &std::path::Path, extra: &[&str]) -> (i32, String) {
     let mut a = vec!["run", path.to_str().expect("path")];
     a.extend_from_slice(extra);
     let o = parsim(&a);
-    (
-        o.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
+    (o.status.code().unwrap_or(-1), String::from_utf8_lossy(&o.stderr).into_owned())
 }
 
 const GOOD: &str = "[run]\nmodel = \"ring\"\nseed = 1\nranks = 2\n\n[ring]\nnodes = 8\nlaps = 3\n";
@@ -20,10 +17,7 @@ fn unknown_key_exits_2_naming_key_and_line() {
     let p = scenario(&d, "s.toml", &format!("{GOOD}lapz = 4\n"));
     let (code, err) = run_err(&p, &[]);
     assert_eq!(code, 2, "{err}");
-    assert!(
-        err.contains("s.toml:9") && err.contains("lapz") && err.contains("unknown key"),
-        "{err}"
-    );
+    assert!(err.contains("s.toml:9") && err.contains("lapz") && err.contains("unknown key"), "{err}");
 }
 
 #[test]
@@ -32,10 +26,7 @@ fn wrong_type_exits_2_naming_key_and_line() {
     let p = scenario(&d, "s.toml", &GOOD.replace("laps = 3", "laps = \"three\""));
     let (code, err) = run_err(&p, &[]);
     assert_eq!(code, 2, "{err}");
-    assert!(
-        err.contains("s.toml:8") && err.contains("laps") && err.contains("found a string"),
-        "{err}"
-    );
+    assert!(err.contains("s.toml:8") && err.contains("laps") && err.contains("found a string"), "{err}");
 }
 
 #[test]
@@ -44,10 +35,7 @@ fn zero_ranks_exits_2_naming_key_and_line() {
     let p = scenario(&d, "s.toml", &GOOD.replace("ranks = 2", "ranks = 0"));
     let (code, err) = run_err(&p, &[]);
     assert_eq!(code, 2, "{err}");
-    assert!(
-        err.contains("s.toml:4") && err.contains("ranks") && err.contains("found 0"),
-        "{err}"
-    );
+    assert!(err.contains("s.toml:4") && err.contains("ranks") && err.contains("found 0"), "{err}");
     let good = scenario(&d, "g.toml", GOOD);
     let (code, err) = run_err(&good, &["--ranks", "0"]);
     assert_eq!(code, 2, "{err}");
@@ -58,29 +46,13 @@ fn zero_ranks_exits_2_naming_key_and_line() {
 fn other_bad_input_exits_2() {
     let d = tmp("bad-other");
     let cases: Vec<(String, Vec<&str>, &str)> = vec![
-        (
-            "[run]\nmodel = \"ring\"\nseed = = 1\n".into(),
-            vec![],
-            "s.toml:3",
-        ),
-        (
-            GOOD.replace("model = \"ring\"", "model = \"rng\""),
-            vec![],
-            "s.toml:2",
-        ),
+        ("[run]\nmodel = \"ring\"\nseed = = 1\n".into(), vec![], "s.toml:3"),
+        (GOOD.replace("model = \"ring\"", "model = \"rng\""), vec![], "s.toml:2"),
         (format!("{GOOD}\n[extra]\nx = 1\n"), vec![], "s.toml:10"),
         (GOOD.into(), vec!["--set", "ring.laps=0"], "command line"),
         (GOOD.into(), vec!["--set", "nonsense"], "--set nonsense"),
-        (
-            GOOD.into(),
-            vec!["--backend", "carrier-pigeon"],
-            "--backend",
-        ),
-        (
-            GOOD.replace("laps = 3", "laps = 3\nmin_delay = 9\nmax_delay = 2"),
-            vec![],
-            "s.toml:10",
-        ),
+        (GOOD.into(), vec!["--backend", "carrier-pigeon"], "--backend"),
+        (GOOD.replace("laps = 3", "laps = 3\nmin_delay = 9\nmax_delay = 2"), vec![], "s.toml:10"),
     ];
     for (i, (text, extra, place)) in cases.iter().enumerate() {
         let p = scenario(&d, "s.toml", text);

@@ -57,27 +57,14 @@ fn summary_has_every_field_of_the_contract() {
         assert!(s.get(k).is_some(), "summary.json lacks {k}: {s}");
     }
     for p in ["compute", "comm", "wait", "io", "serial"] {
-        assert_eq!(
-            s["phases_s"][p].as_array().map(Vec::len),
-            Some(3),
-            "phases_s.{p}"
-        );
+        assert_eq!(s["phases_s"][p].as_array().map(Vec::len), Some(3), "phases_s.{p}");
     }
     assert_eq!(s["model"], "ring");
     assert_eq!(s["backend"], "threads");
     assert_eq!(s["metrics"]["hops"], 200 * 24);
-    let hops: u64 = s["counters"]["hops"]
-        .as_array()
-        .expect("hops")
-        .iter()
-        .map(|v| v.as_u64().unwrap_or(0))
-        .sum();
+    let hops: u64 = s["counters"]["hops"].as_array().expect("hops").iter().map(|v| v.as_u64().unwrap_or(0)).sum();
     assert_eq!(hops, 200 * 24);
-    assert!(
-        s["counters"]["messages_sent"][0].as_u64().unwrap_or(0) >= 200,
-        "{}",
-        s["counters"]
-    );
+    assert!(s["counters"]["messages_sent"][0].as_u64().unwrap_or(0) >= 200, "{}", s["counters"]);
     assert!(s["imbalance"].as_f64().unwrap_or(0.0) >= 1.0);
     // Written atomically: no temporary file is left beside it.
     let leftovers: Vec<_> = std::fs::read_dir(dir.join("r3"))
@@ -119,15 +106,9 @@ fn ring_digest_under_mpirun_1_2_4_equals_threads() {
             .stdin(Stdio::null())
             .output()
             .expect("mpirun on PATH");
-        assert!(
-            o.status.success(),
-            "mpirun -n {n} failed: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        let s: serde_json::Value = serde_json::from_str(
-            &std::fs::read_to_string(out.join("summary.json")).expect("summary"),
-        )
-        .expect("json");
+        assert!(o.status.success(), "mpirun -n {n} failed: {}", String::from_utf8_lossy(&o.stderr));
+        let s: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).expect("summary")).expect("json");
         assert_eq!(s["backend"], "mpi");
         assert_eq!(
             s["ranks"].as_u64(),

@@ -5,10 +5,7 @@ use std::process::{Command, Output};
 
 /// The workspace root (scenarios/ lives there).
 pub fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .expect("workspace root")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("workspace root")
 }
 
 /// A fresh temporary directory for one test.
@@ -21,11 +18,7 @@ pub fn tmp(name: &str) -> PathBuf {
 
 /// Runs `parsim ARGS` in the workspace root.
 pub fn parsim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_parsim"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("run parsim")
+    Command::new(env!("CARGO_BIN_EXE_parsim")).args(args).current_dir(root()).output().expect("run parsim")
 }
 
 /// Runs a scenario and returns the parsed summary.json.
@@ -35,11 +28,7 @@ pub fn run_summary(args: &[&str], out: &Path) -> serde_json::Value {
     let out_s = out.to_str().expect("utf-8 path");
     a.extend_from_slice(&["--out", out_s]);
     let o = parsim(&a);
-    assert!(
-        o.status.success(),
-        "parsim {a:?} failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert!(o.status.success(), "parsim {a:?} failed: {}", String::from_utf8_lossy(&o.stderr));
     let text = std::fs::read_to_string(out.join("summary.json")).expect("summary.json");
     serde_json::from_str(&text).expect("summary.json is JSON")
 }

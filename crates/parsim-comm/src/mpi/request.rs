@@ -54,16 +54,9 @@ impl MpiSend {
             )
         };
         if rc != 0 {
-            return Err(CommError::Mpi {
-                msg: format!("MPI_Isend failed with code {rc}"),
-            });
+            return Err(CommError::Mpi { msg: format!("MPI_Isend failed with code {rc}") });
         }
-        Ok(MpiSend {
-            inner,
-            request,
-            _buffer: Box::new(data),
-            done: false,
-        })
+        Ok(MpiSend { inner, request, _buffer: Box::new(data), done: false })
     }
 
     fn poll(&mut self) -> Result<bool> {
@@ -72,9 +65,7 @@ impl MpiSend {
         // MPI_REQUEST_NULL once complete, which MPI_Test accepts).
         let rc = unsafe { ffi::MPI_Test(&mut self.request, &mut flag, ffi::RSMPI_STATUS_IGNORE) };
         if rc != 0 {
-            return Err(CommError::Mpi {
-                msg: format!("MPI_Test failed with code {rc}"),
-            });
+            return Err(CommError::Mpi { msg: format!("MPI_Test failed with code {rc}") });
         }
         Ok(flag != 0)
     }
@@ -136,13 +127,7 @@ pub struct MpiRecv<T> {
 
 impl<T> MpiRecv<T> {
     pub(super) fn new(inner: Rc<Inner>, source: Option<usize>, tag: Option<Tag>) -> Self {
-        MpiRecv {
-            inner,
-            source,
-            tag,
-            done: false,
-            _t: PhantomData,
-        }
+        MpiRecv { inner, source, tag, done: false, _t: PhantomData }
     }
 }
 
@@ -151,9 +136,7 @@ impl<T: Pod + Send> MpiRecv<T> {
         let t = self.tag.map_or(any_tag(), |t| t as i32);
         let comm = &self.inner.comm;
         let probed = match self.source {
-            Some(s) => comm
-                .process_at_rank(s as i32)
-                .immediate_matched_probe_with_tag(t),
+            Some(s) => comm.process_at_rank(s as i32).immediate_matched_probe_with_tag(t),
             None => comm.any_process().immediate_matched_probe_with_tag(t),
         };
         let Some((msg, status)) = probed else {
@@ -167,12 +150,7 @@ impl<T: Pod + Send> MpiRecv<T> {
         if size == 0 || bytes % size != 0 {
             let mut sink = vec![0u8; bytes.max(1)];
             msg.matched_receive_into(&mut sink[..bytes]);
-            return Err(CommError::TypeMismatch {
-                sender: source,
-                tag,
-                bytes,
-                expected: std::any::type_name::<T>(),
-            });
+            return Err(CommError::TypeMismatch { sender: source, tag, bytes, expected: std::any::type_name::<T>() });
         }
         let mut data = vec![T::zeroed(); bytes / size];
         if data.is_empty() {

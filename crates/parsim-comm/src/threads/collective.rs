@@ -25,10 +25,7 @@ fn send<T: Pod + Send>(c: &ThreadComm, dest: usize, tag: Tag, data: Vec<T>) -> R
 }
 
 fn recv<T: Pod + Send>(c: &ThreadComm, src: usize, tag: Tag) -> Result<Vec<T>> {
-    Ok(c.inner
-        .recv_raw(ctx(c), Some(src), Some(tag), true)?
-        .expect("blocking receive")
-        .data)
+    Ok(c.inner.recv_raw(ctx(c), Some(src), Some(tag), true)?.expect("blocking receive").data)
 }
 
 /// Dissemination barrier: ⌈log₂ p⌉ rounds, no root.
@@ -45,11 +42,7 @@ pub(super) fn barrier(c: &ThreadComm) -> Result<()> {
     Ok(())
 }
 
-pub(super) fn broadcast<T: Pod + Send>(
-    c: &ThreadComm,
-    root: usize,
-    data: Vec<T>,
-) -> Result<Vec<T>> {
+pub(super) fn broadcast<T: Pod + Send>(c: &ThreadComm, root: usize, data: Vec<T>) -> Result<Vec<T>> {
     check_rank(root, c.size())?;
     let _g = c.clock().enter(Phase::Comm);
     let tag = next_tag(c);
@@ -63,11 +56,7 @@ pub(super) fn broadcast<T: Pod + Send>(
     }
 }
 
-pub(super) fn gather<T: Pod + Send>(
-    c: &ThreadComm,
-    root: usize,
-    data: Vec<T>,
-) -> Result<Option<Vec<Vec<T>>>> {
+pub(super) fn gather<T: Pod + Send>(c: &ThreadComm, root: usize, data: Vec<T>) -> Result<Option<Vec<Vec<T>>>> {
     check_rank(root, c.size())?;
     let _g = c.clock().enter(Phase::Comm);
     let tag = next_tag(c);
@@ -78,11 +67,7 @@ pub(super) fn gather<T: Pod + Send>(
     let mut own = Some(data);
     let mut out = Vec::with_capacity(c.size());
     for s in 0..c.size() {
-        out.push(if s == root {
-            own.take().unwrap_or_default()
-        } else {
-            recv(c, s, tag)?
-        });
+        out.push(if s == root { own.take().unwrap_or_default() } else { recv(c, s, tag)? });
     }
     Ok(Some(out))
 }
@@ -108,10 +93,7 @@ pub(super) fn all_gather<T: Pod + Send>(c: &ThreadComm, data: Vec<T>) -> Result<
     Ok(out)
 }
 
-pub(super) fn all_to_all_v<T: Pod + Send>(
-    c: &ThreadComm,
-    parts: Vec<Vec<T>>,
-) -> Result<Vec<Vec<T>>> {
+pub(super) fn all_to_all_v<T: Pod + Send>(c: &ThreadComm, parts: Vec<Vec<T>>) -> Result<Vec<Vec<T>>> {
     if parts.len() != c.size() {
         return Err(CommError::BadArgument {
             op: "all_to_all_v",
@@ -131,11 +113,7 @@ pub(super) fn all_to_all_v<T: Pod + Send>(
     }
     let mut out = Vec::with_capacity(c.size());
     for s in 0..c.size() {
-        out.push(if s == me {
-            own.take().unwrap_or_default()
-        } else {
-            recv(c, s, tag)?
-        });
+        out.push(if s == me { own.take().unwrap_or_default() } else { recv(c, s, tag)? });
     }
     Ok(out)
 }

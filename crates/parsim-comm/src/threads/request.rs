@@ -4,7 +4,7 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use bytemuck::Pod;
-use parsim_core::{Phase, PhaseClock};
+use parsim_core::PhaseClock;
 
 use super::Inner;
 use crate::{CommError, Message, Request, Result, Tag};
@@ -52,13 +52,7 @@ pub struct ThreadRecv<T> {
 
 impl<T> ThreadRecv<T> {
     pub(super) fn new(inner: Arc<Inner>, source: Option<usize>, tag: Option<Tag>) -> Self {
-        ThreadRecv {
-            inner,
-            source,
-            tag,
-            done: false,
-            _t: PhantomData,
-        }
+        ThreadRecv { inner, source, tag, done: false, _t: PhantomData }
     }
 }
 
@@ -67,10 +61,7 @@ impl<T: Pod + Send> ThreadRecv<T> {
         if self.done {
             return Err(CommError::AlreadyComplete);
         }
-        let _g = self.inner.clock.enter(Phase::Comm);
-        let r = self
-            .inner
-            .recv_raw(2 * self.inner.ctx, self.source, self.tag, block)?;
+        let r = self.inner.recv_raw(2 * self.inner.ctx, self.source, self.tag, block)?;
         self.done = r.is_some();
         Ok(r)
     }
@@ -84,9 +75,7 @@ impl<T: Pod + Send> Request for ThreadRecv<T> {
     }
 
     fn wait(mut self) -> Result<Message<T>> {
-        Ok(self
-            .take(true)?
-            .expect("a blocking receive returns a message"))
+        Ok(self.take(true)?.expect("a blocking receive returns a message"))
     }
 
     fn clock(&self) -> &PhaseClock {

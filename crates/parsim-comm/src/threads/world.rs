@@ -3,11 +3,12 @@
 
 use std::any::Any;
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use bytemuck::Pod;
+use crossbeam_queue::SegQueue;
 
 /// One message in flight: the envelope and the moved buffer.
 pub(crate) struct Envelope {
@@ -17,16 +18,58 @@ pub(crate) struct Envelope {
     pub src: usize,
     pub tag: u32,
     pub bytes: usize,
-    /// A `Vec<T>` of the type it was sent as.
-    pub payload: Box<dyn Any + Send>,
-    /// Views the payload as bytes (for receives of another element type).
-    pub as_bytes: fn(&(dyn Any + Send)) -> &[u8],
+    pub payload: Payload,
 }
 
-pub(crate) fn bytes_of<T: Pod + Send>(a: &(dyn Any + Send)) -> &[u8] {
+/// A moved buffer. Byte-aligned element types travel as a plain `Vec<u8>`
+/// (no extra allocation); others as a boxed `Vec<T>`.
+pub(crate) enum Payload {
+    Bytes(Vec<u8>),
+    Typed {
+        data: Box<dyn Any + Send>,
+        /// Views `data` as bytes (for receives of another element type).
+        as_bytes: fn(&(dyn Any + Send)) -> &[u8],
+    },
+}
+
+fn bytes_of<T: Pod + Send>(a: &(dyn Any + Send)) -> &[u8] {
     match a.downcast_ref::<Vec<T>>() {
         Some(v) => bytemuck::cast_slice(v),
         None => &[],
+    }
+}
+
+impl Payload {
+    pub fn new<T: Pod + Send>(data: Vec<T>) -> Self {
+        match bytemuck::allocation::try_cast_vec::<T, u8>(data) {
+            Ok(bytes) => Payload::Bytes(bytes),
+            Err((_, data)) => Payload::Typed { data: Box::new(data), as_bytes: bytes_of::<T> },
+        }
+    }
+
+    /// The buffer as a `Vec<T>`: moved when the layout allows, copied otherwise
+    /// (as MPI would reinterpret the bytes); `None` when the byte length is not
+    /// a multiple of `T`'s size.
+    pub fn into_vec<T: Pod + Send>(self) -> Option<Vec<T>> {
+        let copy = |raw: &[u8]| -> Option<Vec<T>> {
+            let size = std::mem::size_of::<T>();
+            if size == 0 || raw.len() % size != 0 {
+                return None;
+            }
+            let mut v = vec![T::zeroed(); raw.len() / size];
+            bytemuck::cast_slice_mut::<T, u8>(&mut v).copy_from_slice(raw);
+            Some(v)
+        };
+        match self {
+            Payload::Bytes(b) => match bytemuck::allocation::try_cast_vec::<u8, T>(b) {
+                Ok(v) => Some(v),
+                Err((_, b)) => copy(&b),
+            },
+            Payload::Typed { data, as_bytes } => match data.downcast::<Vec<T>>() {
+                Ok(v) => Some(*v),
+                Err(data) => copy(as_bytes(&*data)),
+            },
+        }
     }
 }
 
@@ -40,24 +83,29 @@ pub(crate) struct Matcher {
 
 impl Matcher {
     fn matches(&self, e: &Envelope) -> bool {
-        e.ctx == self.ctx
-            && self.source.is_none_or(|s| s == e.src)
-            && self.tag.is_none_or(|t| t == e.tag)
+        e.ctx == self.ctx && self.source.is_none_or(|s| s == e.src) && self.tag.is_none_or(|t| t == e.tag)
     }
 }
 
+/// A rank's mailbox: a lock-free inbox that any rank pushes to, and the
+/// owner's list of messages taken out of it that no receive has matched yet.
+///
+/// Only the owning rank's thread drains the inbox, so the `pending` lock is
+/// never contended; senders touch nothing but the inbox's tail. Waiters spin
+/// on the inbox; the mailbox is padded so neighbours never share a line.
 #[derive(Default)]
+#[repr(align(128))]
 pub(crate) struct Mailbox {
-    queue: Mutex<VecDeque<Envelope>>,
-    /// Bumped after every delivery and on failure/finish, for spinning waiters.
-    seq: AtomicU64,
+    inbox: SegQueue<Envelope>,
+    pending: Mutex<VecDeque<Envelope>>,
     sleepers: AtomicUsize,
+    sleep: Mutex<()>,
     cv: Condvar,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A poisoned queue only means another rank panicked while holding it;
-    // its contents are still consistent (pushes and removes are atomic).
+    // A poisoned lock only means a rank panicked while holding it; the data
+    // is still consistent (pushes and removes are atomic).
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -69,6 +117,8 @@ pub(crate) struct World {
     finished: Vec<AtomicBool>,
     contexts: Mutex<HashMap<(u64, u64, u32), u64>>,
     next_context: AtomicU64,
+    /// Bumped whenever a rank fails or finishes, for spinning waiters.
+    events: AtomicU64,
     /// Spin iterations before a waiter yields and then sleeps.
     pub spin: u32,
 }
@@ -112,6 +162,7 @@ impl World {
             finished: (0..size).map(|_| AtomicBool::new(false)).collect(),
             contexts: Mutex::new(HashMap::new()),
             next_context: AtomicU64::new(1),
+            events: AtomicU64::new(0),
             // Spinning only pays when every rank has a core of its own.
             spin: if size <= cores { 1 << 15 } else { 64 },
         }
@@ -119,18 +170,20 @@ impl World {
 
     pub fn deliver(&self, dest: usize, env: Envelope) {
         let mb = &self.boxes[dest];
-        lock(&mb.queue).push_back(env);
-        mb.seq.fetch_add(1, Ordering::Release);
-        if mb.sleepers.load(Ordering::Acquire) > 0 {
-            let _q = lock(&mb.queue);
+        mb.inbox.push(env);
+        // Pairs with the fence in `poll` before a waiter sleeps: either it
+        // sees this message, or this sees it sleeping and wakes it.
+        fence(Ordering::SeqCst);
+        if mb.sleepers.load(Ordering::Relaxed) > 0 {
+            let _s = lock(&mb.sleep);
             mb.cv.notify_all();
         }
     }
 
     fn wake_all(&self) {
+        self.events.fetch_add(1, Ordering::SeqCst);
         for mb in &self.boxes {
-            mb.seq.fetch_add(1, Ordering::Release);
-            let _q = lock(&mb.queue);
+            let _s = lock(&mb.sleep);
             mb.cv.notify_all();
         }
     }
@@ -167,8 +220,7 @@ impl World {
     /// The context id shared by all ranks of one new sub-communicator.
     pub fn context_for(&self, parent: u64, seq: u64, colour: u32) -> u64 {
         let mut map = lock(&self.contexts);
-        *map.entry((parent, seq, colour))
-            .or_insert_with(|| self.next_context.fetch_add(1, Ordering::Relaxed))
+        *map.entry((parent, seq, colour)).or_insert_with(|| self.next_context.fetch_add(1, Ordering::Relaxed))
     }
 
     /// Looks in the waiter's mailbox for the first message matching `m`; `f` gets
@@ -183,24 +235,20 @@ impl World {
         on_idle: &mut dyn FnMut(),
         mut f: impl FnMut(&mut VecDeque<Envelope>, usize) -> R,
     ) -> Result<Option<R>, Stop> {
-        let Waiter {
-            me,
-            members,
-            awaited,
-            mode,
-        } = *w;
+        let Waiter { me, members, awaited, mode } = *w;
         let mb = &self.boxes[me];
         let mut idle = false;
         let mut spins = 0u32;
         let mut yields = 0u32;
         let mut finished_seen = false;
+        let mut pending = lock(&mb.pending);
         loop {
-            let seen = mb.seq.load(Ordering::Acquire);
-            {
-                let mut q = lock(&mb.queue);
-                if let Some(i) = q.iter().position(|e| m.matches(e)) {
-                    return Ok(Some(f(&mut q, i)));
-                }
+            let seen = self.events.load(Ordering::Acquire);
+            while let Some(e) = mb.inbox.pop() {
+                pending.push_back(e);
+            }
+            if let Some(i) = pending.iter().position(|e| m.matches(e)) {
+                return Ok(Some(f(&mut pending, i)));
             }
             if let Some((rank, msg)) = self.failure() {
                 return Err(Stop::Failed(rank, msg));
@@ -226,8 +274,9 @@ impl World {
                 idle = true;
                 on_idle();
             }
+            let quiet = || mb.inbox.is_empty() && self.events.load(Ordering::Acquire) == seen;
             if spins < self.spin {
-                while spins < self.spin && mb.seq.load(Ordering::Acquire) == seen {
+                while spins < self.spin && quiet() {
                     std::hint::spin_loop();
                     spins += 1;
                 }
@@ -238,17 +287,13 @@ impl World {
                 std::thread::yield_now();
                 continue;
             }
-            let q = lock(&mb.queue);
-            if mb.seq.load(Ordering::Acquire) != seen || q.iter().any(|e| m.matches(e)) {
-                continue;
+            let guard = lock(&mb.sleep);
+            mb.sleepers.fetch_add(1, Ordering::Relaxed);
+            fence(Ordering::SeqCst);
+            if quiet() {
+                let _ = mb.cv.wait_timeout(guard, Duration::from_millis(20));
             }
-            mb.sleepers.fetch_add(1, Ordering::AcqRel);
-            let (q, _) = mb
-                .cv
-                .wait_timeout(q, Duration::from_millis(20))
-                .unwrap_or_else(|e| e.into_inner());
-            mb.sleepers.fetch_sub(1, Ordering::AcqRel);
-            drop(q);
+            mb.sleepers.fetch_sub(1, Ordering::Relaxed);
         }
     }
 }

@@ -4,9 +4,7 @@ use parsim_comm::{conformance, launch, ThreadComm};
 
 fn run_case(name: &str, case: conformance::Case<ThreadComm>) {
     for ranks in [1, 2, 3, 4] {
-        let r = launch(ranks, |comm| {
-            case(&comm).map_err(|e| format!("rank {}: {e}", comm.rank_str()))
-        });
+        let r = launch(ranks, |comm| case(&comm).map_err(|e| format!("rank {}: {e}", comm.rank_str())));
         if let Err(e) = r {
             panic!("case {name} at {ranks} ranks: {e}");
         }

@@ -36,10 +36,7 @@ fn blocked_ranks_see_peer_failed_with_rank_and_message() {
     let r = launch(4, |comm| {
         if comm.rank() == 1 {
             std::thread::sleep(Duration::from_millis(50));
-            return Err::<(), _>(CommError::BadArgument {
-                op: "model",
-                msg: "bad cell 17".into(),
-            });
+            return Err::<(), _>(CommError::BadArgument { op: "model", msg: "bad cell 17".into() });
         }
         // Everyone else waits for a message that never comes.
         match comm.recv::<u8>(Source::Rank(1), TagMatch::Any) {
@@ -63,8 +60,7 @@ fn waiting_on_a_finished_rank_is_an_error_not_a_hang() {
         if comm.rank() == 0 {
             return Ok(());
         }
-        comm.recv::<u8>(Source::Rank(0), TagMatch::Tag(1))
-            .map(|_| ())
+        comm.recv::<u8>(Source::Rank(0), TagMatch::Tag(1)).map(|_| ())
     });
     match r {
         Err(CommError::RankFailed { rank: 1, message }) => {
@@ -90,8 +86,5 @@ fn messages_sent_before_finishing_are_still_received() {
 
 #[test]
 fn zero_ranks_is_a_bad_argument() {
-    assert!(matches!(
-        launch(0, |_c| Ok::<_, CommError>(())),
-        Err(CommError::BadArgument { .. })
-    ));
+    assert!(matches!(launch(0, |_c| Ok::<_, CommError>(())), Err(CommError::BadArgument { .. })));
 }
