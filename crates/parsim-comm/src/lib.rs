@@ -45,6 +45,11 @@
 //!   [`PhaseClock`]: blocked time to `wait`, the rest to `comm`.
 #![cfg_attr(not(feature = "mpi"), forbid(unsafe_code))]
 
+/// The README's Rust example, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeDoctests;
+
 mod aggregate;
 pub mod conformance;
 mod error;
