@@ -20,11 +20,14 @@
 //! # Ok::<(), parsim_comm::CommError>(())
 //! ```
 
+#[allow(unsafe_code)]
+mod channel;
 mod collective;
 mod request;
 mod world;
 
 use std::cell::Cell;
+use std::marker::PhantomData;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Instant;
@@ -75,7 +78,7 @@ impl Inner {
         let bytes = std::mem::size_of_val(data.as_slice());
         let env = Envelope { ctx, src: self.rank, tag, bytes, payload: Payload::new(data) };
         let wdest = self.world_of(dest);
-        self.world.deliver(wdest, env);
+        self.world.deliver(self.me(), wdest, env);
         self.clock.sent(wdest, bytes);
         Ok(())
     }
@@ -144,8 +147,17 @@ impl Inner {
 
 /// One rank's communicator on the threads backend. Created by [`launch`] /
 /// [`Launcher::run`] and by [`Comm::split`].
+///
+/// A communicator stays on its rank's thread (it is neither `Send` nor
+/// `Sync`): each rank is the single producer of its outgoing channels.
+///
+/// ```compile_fail
+/// fn needs_send<T: Send>() {}
+/// needs_send::<parsim_comm::ThreadComm>();
+/// ```
 pub struct ThreadComm {
     inner: Arc<Inner>,
+    _rank_thread: PhantomData<*const ()>,
     /// Number of splits made so far (collective, so equal on all ranks).
     splits: Cell<u64>,
     /// Number of collectives run so far, used as their tag.
@@ -259,7 +271,12 @@ impl Comm for ThreadComm {
         let rank = group.iter().position(|&(_, r)| r == self.rank()).expect("this rank is in its own group");
         let ctx = self.inner.world.context_for(self.inner.ctx, seq, colour);
         let inner = Inner { world: self.inner.world.clone(), ctx, members, rank, clock: self.inner.clock.clone() };
-        Ok(Some(ThreadComm { inner: Arc::new(inner), splits: Cell::new(0), collectives: Cell::new(0) }))
+        Ok(Some(ThreadComm {
+            inner: Arc::new(inner),
+            _rank_thread: PhantomData,
+            splits: Cell::new(0),
+            collectives: Cell::new(0),
+        }))
     }
 }
 
@@ -332,8 +349,12 @@ impl Launcher {
                         .spawn_scoped(scope, move || {
                             let clock = Arc::new(PhaseClock::with_epoch(world.size, epoch, trace));
                             let inner = Inner { world: world.clone(), ctx: 0, members, rank, clock };
-                            let comm =
-                                ThreadComm { inner: Arc::new(inner), splits: Cell::new(0), collectives: Cell::new(0) };
+                            let comm = ThreadComm {
+                                inner: Arc::new(inner),
+                                _rank_thread: PhantomData,
+                                splits: Cell::new(0),
+                                collectives: Cell::new(0),
+                            };
                             let out = match catch_unwind(AssertUnwindSafe(|| f(comm))) {
                                 Ok(Ok(v)) => Some(v),
                                 Ok(Err(e)) => {

@@ -4,11 +4,12 @@
 use std::any::Any;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
+
+use super::channel::Channel;
 use std::time::Duration;
 
 use bytemuck::Pod;
-use crossbeam_queue::SegQueue;
 
 /// One message in flight: the envelope and the moved buffer.
 pub(crate) struct Envelope {
@@ -87,23 +88,109 @@ impl Matcher {
     }
 }
 
-/// A rank's mailbox: a lock-free inbox that any rank pushes to, and the
-/// owner's list of messages taken out of it that no receive has matched yet.
+/// A rank's mailbox: one [`Channel`] per sender (made on first use), and
+/// the owner's state — messages taken out of the channels that no receive
+/// has matched yet, and which senders have channels.
 ///
-/// Only the owning rank's thread drains the inbox, so the `pending` lock is
-/// never contended; senders touch nothing but the inbox's tail. Waiters spin
-/// on the inbox; the mailbox is padded so neighbours never share a line.
-#[derive(Default)]
-#[repr(align(128))]
+/// Only the owning rank's thread reads the channels, so `state` is never
+/// contended; senders touch only their own channel.
 pub(crate) struct Mailbox {
-    inbox: SegQueue<Envelope>,
-    pending: Mutex<VecDeque<Envelope>>,
+    from: Box<[OnceLock<Box<Channel>>]>,
+    /// Senders with a channel, in creation order; `senders` counts them.
+    active: Mutex<Vec<usize>>,
+    senders: AtomicUsize,
+    state: Mutex<Receiver>,
     sleepers: AtomicUsize,
     sleep: Mutex<()>,
     cv: Condvar,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+/// The receiving rank's own view of its mailbox.
+#[derive(Default)]
+struct Receiver {
+    pending: VecDeque<Envelope>,
+    /// The senders whose channels this rank scans (a copy of `active`).
+    senders: Vec<usize>,
+}
+
+impl Mailbox {
+    fn new(size: usize) -> Self {
+        Mailbox {
+            from: (0..size).map(|_| OnceLock::new()).collect(),
+            active: Mutex::new(Vec::new()),
+            senders: AtomicUsize::new(0),
+            state: Mutex::new(Receiver::default()),
+            sleepers: AtomicUsize::new(0),
+            sleep: Mutex::new(()),
+            cv: Condvar::new(),
+        }
+    }
+
+    fn channel(&self, src: usize) -> &Channel {
+        self.from[src].get_or_init(|| {
+            let mut a = lock(&self.active);
+            a.push(src);
+            self.senders.store(a.len(), Ordering::Release);
+            Box::new(Channel::new())
+        })
+    }
+}
+
+impl Receiver {
+    fn refresh(&mut self, mb: &Mailbox) {
+        if mb.senders.load(Ordering::Acquire) != self.senders.len() {
+            self.senders.clone_from(&lock(&mb.active));
+        }
+    }
+
+    /// Moves what has arrived (from `only`, or from everyone) into `pending`.
+    fn drain(&mut self, mb: &Mailbox, only: Option<usize>) {
+        match only {
+            Some(s) => {
+                if let Some(c) = mb.from[s].get() {
+                    while let Some(e) = c.pop() {
+                        self.pending.push_back(e);
+                    }
+                }
+            }
+            None => {
+                self.refresh(mb);
+                for &s in &self.senders {
+                    if let Some(c) = mb.from[s].get() {
+                        while let Some(e) = c.pop() {
+                            self.pending.push_back(e);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whether anything may have arrived (from `only`, or from anyone).
+    fn ready(&self, mb: &Mailbox, only: Option<usize>) -> bool {
+        match only {
+            Some(s) => mb.from[s].get().is_some_and(|c| c.ready()),
+            None => {
+                mb.senders.load(Ordering::Acquire) != self.senders.len()
+                    || self.senders.iter().any(|&s| mb.from[s].get().is_some_and(|c| c.ready()))
+            }
+        }
+    }
+}
+
+/// A value on cache lines of its own.
+#[derive(Default)]
+#[repr(align(128))]
+pub(crate) struct Padded<T>(pub T);
+
+impl<T> std::ops::Deref for Padded<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A poisoned lock only means a rank panicked while holding it; the data
     // is still consistent (pushes and removes are atomic).
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -156,7 +243,7 @@ impl World {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         World {
             size,
-            boxes: (0..size).map(|_| Mailbox::default()).collect(),
+            boxes: (0..size).map(|_| Mailbox::new(size)).collect(),
             failed: AtomicBool::new(false),
             failure: Mutex::new(None),
             finished: (0..size).map(|_| AtomicBool::new(false)).collect(),
@@ -168,9 +255,10 @@ impl World {
         }
     }
 
-    pub fn deliver(&self, dest: usize, env: Envelope) {
+    /// Sends `env` from world rank `src` to world rank `dest`.
+    pub fn deliver(&self, src: usize, dest: usize, env: Envelope) {
         let mb = &self.boxes[dest];
-        mb.inbox.push(env);
+        mb.channel(src).push(env);
         // Pairs with the fence in `poll` before a waiter sleeps: either it
         // sees this message, or this sees it sleeping and wakes it.
         fence(Ordering::SeqCst);
@@ -241,14 +329,15 @@ impl World {
         let mut spins = 0u32;
         let mut yields = 0u32;
         let mut finished_seen = false;
-        let mut pending = lock(&mb.pending);
+        let mut st = lock(&mb.state);
+        // A receive from one sender only needs that sender's channel, unless
+        // earlier drains left its messages in `pending`.
+        let only = awaited;
         loop {
             let seen = self.events.load(Ordering::Acquire);
-            while let Some(e) = mb.inbox.pop() {
-                pending.push_back(e);
-            }
-            if let Some(i) = pending.iter().position(|e| m.matches(e)) {
-                return Ok(Some(f(&mut pending, i)));
+            st.drain(mb, only);
+            if let Some(i) = st.pending.iter().position(|e| m.matches(e)) {
+                return Ok(Some(f(&mut st.pending, i)));
             }
             if let Some((rank, msg)) = self.failure() {
                 return Err(Stop::Failed(rank, msg));
@@ -274,9 +363,9 @@ impl World {
                 idle = true;
                 on_idle();
             }
-            let quiet = || mb.inbox.is_empty() && self.events.load(Ordering::Acquire) == seen;
+            let quiet = |st: &Receiver| !st.ready(mb, only) && self.events.load(Ordering::Acquire) == seen;
             if spins < self.spin {
-                while spins < self.spin && quiet() {
+                while spins < self.spin && quiet(&st) {
                     std::hint::spin_loop();
                     spins += 1;
                 }
@@ -290,7 +379,7 @@ impl World {
             let guard = lock(&mb.sleep);
             mb.sleepers.fetch_add(1, Ordering::Relaxed);
             fence(Ordering::SeqCst);
-            if quiet() {
+            if quiet(&st) {
                 let _ = mb.cv.wait_timeout(guard, Duration::from_millis(20));
             }
             mb.sleepers.fetch_sub(1, Ordering::Relaxed);
