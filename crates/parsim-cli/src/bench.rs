@@ -74,11 +74,12 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 /// Round trips between ranks 0 and 1; returns seconds per round trip (rank 0).
 fn pingpong<C: Comm>(comm: &C, bytes: usize, iters: usize, copy: bool) -> Result<f64> {
+    // Allocated (and touched) before the clock starts: only messages are timed.
+    let mut buf = if comm.rank() == 0 { vec![1u8; bytes] } else { Vec::new() };
     comm.barrier()?;
     let t0 = Instant::now();
     match comm.rank() {
         0 => {
-            let mut buf = vec![0u8; bytes];
             for _ in 0..iters {
                 let out = if copy { buf.clone() } else { std::mem::take(&mut buf) };
                 comm.send(1, 1, out)?;
@@ -95,6 +96,7 @@ fn pingpong<C: Comm>(comm: &C, bytes: usize, iters: usize, copy: bool) -> Result
         _ => {}
     }
     let dt = t0.elapsed().as_secs_f64() / iters as f64;
+    drop(buf);
     comm.barrier()?;
     Ok(dt)
 }
@@ -124,9 +126,40 @@ fn cache_line_pingpong(iters: u64) -> f64 {
     t0.elapsed().as_secs_f64() / iters as f64
 }
 
+/// Seconds per 8-byte send to oneself followed by its receive.
+fn self_send<C: Comm>(comm: &C, n: usize) -> Result<f64> {
+    let me = comm.rank();
+    let mut buf = vec![0u8; 8];
+    let t0 = Instant::now();
+    for _ in 0..n {
+        comm.send(me, 2, std::mem::take(&mut buf))?;
+        buf = comm.recv::<u8>(Source::Rank(me), TagMatch::Tag(2))?.data;
+    }
+    Ok(t0.elapsed().as_secs_f64() / n as f64)
+}
+
 /// Backend-specific references, measured on rank 0 and 1 of this run.
 fn references<C: Comm>(comm: &C, quick: bool, raw: &dyn Fn(&C, usize, usize) -> Option<f64>) -> Result<Vec<Reference>> {
     let mut out = Vec::new();
+    if comm.rank() == 0 {
+        let n = if quick { 1_000 } else { 200_000 };
+        let v = median((0..REPS).map(|_| self_send(comm, n)).collect::<Result<Vec<f64>>>()?);
+        out.push(Reference {
+            what: "send + receive to self on one rank (software cost, no cross-core transfer)".into(),
+            bytes: 8,
+            one_way_us: v * 1e6,
+        });
+        let t0 = Instant::now();
+        for _ in 0..n {
+            std::hint::black_box(Instant::now());
+        }
+        out.push(Reference {
+            what: "one clock read (Instant::now), two per timed wait".into(),
+            bytes: 0,
+            one_way_us: t0.elapsed().as_secs_f64() / n as f64 * 1e6,
+        });
+    }
+    comm.barrier()?;
     if comm.backend() == "threads" {
         if comm.rank() == 0 {
             let v = median((0..REPS).map(|_| cache_line_pingpong(if quick { 2_000 } else { 200_000 }) / 2.0).collect());
@@ -229,8 +262,13 @@ pub fn print(b: &CommBench) {
     for r in &b.reference {
         println!("reference: {} at {} B: {:.3} µs one-way", r.what, r.bytes, r.one_way_us);
     }
-    if let (Some(floor), Some(row)) = (b.reference.first(), b.pingpong.first()) {
-        println!("ratio: parsim 8-byte one-way / first reference = {:.2}", row.one_way_us / floor.one_way_us);
+    if let Some(row) = b.pingpong.first() {
+        for r in b.reference.iter().filter(|r| r.bytes == 8 && r.what.contains("ping-pong")) {
+            println!("ratio: parsim 8-byte one-way / {} = {:.2}", r.what, row.one_way_us / r.one_way_us);
+        }
+        for r in b.reference.iter().filter(|r| r.what.contains("hardware floor")) {
+            println!("ratio: parsim 8-byte one-way / {} = {:.2}", r.what, row.one_way_us / r.one_way_us);
+        }
     }
 }
 

@@ -44,7 +44,7 @@ use crate::{check_rank, check_tag, Comm, CommError, Message, Result, Source, Sta
 pub(crate) struct Inner {
     world: Arc<World>,
     /// Context id; point-to-point traffic uses `2 * ctx`, collectives `2 * ctx + 1`.
-    ctx: u64,
+    ctx: u32,
     /// World rank of each rank of this communicator.
     members: Arc<[usize]>,
     rank: usize,
@@ -70,13 +70,13 @@ impl Inner {
         }
     }
 
-    fn send_raw<T: Pod + Send>(&self, ctx: u64, dest: usize, tag: Tag, data: Vec<T>) -> Result<()> {
+    fn send_raw<T: Pod + Send>(&self, ctx: u32, dest: usize, tag: Tag, data: Vec<T>) -> Result<()> {
         check_rank(dest, self.members.len())?;
         if let Some((rank, message)) = self.world.failure() {
             return Err(CommError::PeerFailed { rank, message });
         }
         let bytes = std::mem::size_of_val(data.as_slice());
-        let env = Envelope { ctx, src: self.rank, tag, bytes, payload: Payload::new(data) };
+        let env = Envelope { ctx, src: self.rank as u32, tag, payload: Payload::new(data) };
         let wdest = self.world_of(dest);
         self.world.deliver(self.me(), wdest, env);
         self.clock.sent(wdest, bytes);
@@ -86,7 +86,7 @@ impl Inner {
     /// Takes the first message matching (`ctx`, `source`, `tag`) as a `Vec<T>`.
     fn recv_raw<T: Pod + Send>(
         &self,
-        ctx: u64,
+        ctx: u32,
         source: Option<usize>,
         tag: Option<Tag>,
         block: bool,
@@ -113,8 +113,8 @@ impl Inner {
             Ok(None) => return Ok(None),
             Err(stop) => return Err(self.stop_error(stop, source)),
         };
-        self.clock.received(self.world_of(env.src), env.bytes);
-        let (src, tag, bytes) = (env.src, env.tag, env.bytes);
+        let (src, tag, bytes) = (env.src as usize, env.tag, env.payload.len_bytes());
+        self.clock.received(self.world_of(src), bytes);
         let data = env.payload.into_vec::<T>().ok_or_else(|| CommError::TypeMismatch {
             sender: src,
             tag,
@@ -136,7 +136,7 @@ impl Inner {
         let waiter = Waiter { me: self.me(), members: &self.members, awaited, mode };
         let r = self.world.poll(&waiter, &m, &mut || before = Some(clock.switch(Phase::Wait)), |q, i| {
             let e = &q[i];
-            Status { source: e.src, tag: e.tag, bytes: e.bytes }
+            Status { source: e.src as usize, tag: e.tag, bytes: e.payload.len_bytes() }
         });
         if let Some(p) = before {
             clock.switch(p);
@@ -222,6 +222,18 @@ impl Comm for ThreadComm {
             check_rank(s, self.size())?;
         }
         Ok(ThreadRecv::new(self.inner.clone(), src, tag_of(tag)?))
+    }
+
+    fn send<T: Pod + Send>(&self, dest: usize, tag: Tag, data: Vec<T>) -> Result<()> {
+        // Sends complete at once here: no request needed.
+        check_tag(tag)?;
+        self.inner.send_raw(2 * self.inner.ctx, dest, tag, data)
+    }
+
+    fn recv<T: Pod + Send>(&self, source: Source, tag: TagMatch) -> Result<Message<T>> {
+        let src = source_of(source);
+        let m = self.inner.recv_raw(2 * self.inner.ctx, src, tag_of(tag)?, true)?;
+        Ok(m.expect("a blocking receive returns a message"))
     }
 
     fn probe(&self, source: Source, tag: TagMatch) -> Result<Status> {

@@ -138,7 +138,13 @@ mod tests {
     use crate::threads::world::Payload;
 
     fn env(i: u64) -> Envelope {
-        Envelope { ctx: 0, src: 0, tag: 0, bytes: 8, payload: Payload::new(vec![i]) }
+        Envelope { ctx: 0, src: 0, tag: 0, payload: Payload::new(vec![i]) }
+    }
+
+    #[test]
+    fn a_slot_is_one_cache_line() {
+        // seq + the envelope must fit the slot's first 64 bytes.
+        assert!(std::mem::size_of::<AtomicU64>() + std::mem::size_of::<Option<Envelope>>() <= 64);
     }
 
     fn value(e: Envelope) -> u64 {

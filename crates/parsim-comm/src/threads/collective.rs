@@ -16,7 +16,7 @@ fn next_tag(c: &ThreadComm) -> Tag {
     t & 0x7fff_ffff
 }
 
-fn ctx(c: &ThreadComm) -> u64 {
+fn ctx(c: &ThreadComm) -> u32 {
     2 * c.inner.ctx + 1
 }
 

@@ -12,13 +12,15 @@ use std::time::Duration;
 use bytemuck::Pod;
 
 /// One message in flight: the envelope and the moved buffer.
+///
+/// Kept small (48 bytes) so that a channel slot — sequence number plus
+/// envelope — is a single cache line.
 pub(crate) struct Envelope {
     /// Context id of the communicator (even: point-to-point, odd: collectives).
-    pub ctx: u64,
+    pub ctx: u32,
     /// Sender's rank within that communicator.
-    pub src: usize,
+    pub src: u32,
     pub tag: u32,
-    pub bytes: usize,
     pub payload: Payload,
 }
 
@@ -41,6 +43,14 @@ fn bytes_of<T: Pod + Send>(a: &(dyn Any + Send)) -> &[u8] {
 }
 
 impl Payload {
+    /// Size of the buffer in bytes.
+    pub fn len_bytes(&self) -> usize {
+        match self {
+            Payload::Bytes(b) => b.len(),
+            Payload::Typed { data, as_bytes } => as_bytes(&**data).len(),
+        }
+    }
+
     pub fn new<T: Pod + Send>(data: Vec<T>) -> Self {
         match bytemuck::allocation::try_cast_vec::<T, u8>(data) {
             Ok(bytes) => Payload::Bytes(bytes),
@@ -77,14 +87,14 @@ impl Payload {
 /// What a receive or probe matches.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Matcher {
-    pub ctx: u64,
+    pub ctx: u32,
     pub source: Option<usize>,
     pub tag: Option<u32>,
 }
 
 impl Matcher {
     fn matches(&self, e: &Envelope) -> bool {
-        e.ctx == self.ctx && self.source.is_none_or(|s| s == e.src) && self.tag.is_none_or(|t| t == e.tag)
+        e.ctx == self.ctx && self.source.is_none_or(|s| s == e.src as usize) && self.tag.is_none_or(|t| t == e.tag)
     }
 }
 
@@ -94,13 +104,17 @@ impl Matcher {
 ///
 /// Only the owning rank's thread reads the channels, so `state` is never
 /// contended; senders touch only their own channel.
+///
+/// Layout matters: the receiver writes `state`'s lock on every receive, and
+/// every sender reads `sleepers` on every send, so they sit on separate
+/// cache lines (otherwise each message costs two extra line transfers).
 pub(crate) struct Mailbox {
     from: Box<[OnceLock<Box<Channel>>]>,
     /// Senders with a channel, in creation order; `senders` counts them.
     active: Mutex<Vec<usize>>,
     senders: AtomicUsize,
-    state: Mutex<Receiver>,
-    sleepers: AtomicUsize,
+    state: Padded<Mutex<Receiver>>,
+    sleepers: Padded<AtomicUsize>,
     sleep: Mutex<()>,
     cv: Condvar,
 }
@@ -119,8 +133,8 @@ impl Mailbox {
             from: (0..size).map(|_| OnceLock::new()).collect(),
             active: Mutex::new(Vec::new()),
             senders: AtomicUsize::new(0),
-            state: Mutex::new(Receiver::default()),
-            sleepers: AtomicUsize::new(0),
+            state: Padded(Mutex::new(Receiver::default())),
+            sleepers: Padded(AtomicUsize::new(0)),
             sleep: Mutex::new(()),
             cv: Condvar::new(),
         }
@@ -202,7 +216,7 @@ pub(crate) struct World {
     failed: AtomicBool,
     failure: Mutex<Option<(usize, String)>>,
     finished: Vec<AtomicBool>,
-    contexts: Mutex<HashMap<(u64, u64, u32), u64>>,
+    contexts: Mutex<HashMap<(u32, u64, u32), u32>>,
     next_context: AtomicU64,
     /// Bumped whenever a rank fails or finishes, for spinning waiters.
     events: AtomicU64,
@@ -306,9 +320,15 @@ impl World {
     }
 
     /// The context id shared by all ranks of one new sub-communicator.
-    pub fn context_for(&self, parent: u64, seq: u64, colour: u32) -> u64 {
+    ///
+    /// # Panics
+    /// After 2³¹ − 1 sub-communicators in one job (context ids are 31 bits).
+    pub fn context_for(&self, parent: u32, seq: u64, colour: u32) -> u32 {
         let mut map = lock(&self.contexts);
-        *map.entry((parent, seq, colour)).or_insert_with(|| self.next_context.fetch_add(1, Ordering::Relaxed))
+        *map.entry((parent, seq, colour)).or_insert_with(|| {
+            let id = self.next_context.fetch_add(1, Ordering::Relaxed);
+            u32::try_from(id).ok().filter(|&c| c < 1 << 31).expect("more than 2^31 - 1 sub-communicators in one job")
+        })
     }
 
     /// Looks in the waiter's mailbox for the first message matching `m`; `f` gets
