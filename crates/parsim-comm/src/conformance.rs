@@ -260,6 +260,13 @@ fn serde_values<C: Comm>(c: &C) -> CaseResult {
     let (got, st): (Token, _) = c.recv_value(Source::Any, TagMatch::Tag(50))?;
     let want = Token { name: format!("from {prev}"), hops: (0..prev as u32).collect(), time: 0.1 * prev as f64 };
     ensure!(got == want && st.source == prev, "got {got:?} from {}", st.source);
+    // Non-blocking: post the receive first, then send, then decode.
+    let r = c.irecv::<u8>(Source::Rank(prev), TagMatch::Tag(51))?;
+    let s = c.isend_value(next, 51, &(c.rank() as u64, "x".to_string()))?;
+    let m = r.wait()?;
+    s.wait()?;
+    let (from, x): (u64, String) = m.decode()?;
+    ensure!(from == prev as u64 && x == "x", "isend_value/decode gave ({from}, {x})");
     let root = c.size() / 2;
     let b = c.broadcast_value(root, &if c.rank() == root { t.clone() } else { want.clone() })?;
     ensure!(b.name == format!("from {root}"), "broadcast_value gave {b:?}");

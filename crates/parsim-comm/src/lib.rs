@@ -131,6 +131,13 @@ pub struct Message<T> {
     pub data: Vec<T>,
 }
 
+impl Message<u8> {
+    /// Decodes a serde value sent with [`Comm::send_value`] / [`Comm::isend_value`].
+    pub fn decode<D: DeserializeOwned>(&self) -> Result<D> {
+        Ok(wire::decode(&self.data)?)
+    }
+}
+
 /// A communicator: the ranks of one group and the operations between them.
 ///
 /// Engines are generic over `C: Comm` and never ask which backend they run on.
@@ -192,6 +199,13 @@ pub trait Comm: Sized {
         self.send(dest, tag, bytes)
     }
 
+    /// Starts sending a serde value (postcard-encoded now, sent without blocking).
+    /// Receive it with `irecv::<u8>` and [`Message::decode`], or with [`recv_value`](Self::recv_value).
+    fn isend_value<S: Serialize + ?Sized>(&self, dest: usize, tag: Tag, value: &S) -> Result<Self::SendRequest> {
+        let bytes = wire::encode(value)?;
+        self.isend(dest, tag, bytes)
+    }
+
     /// Receives a serde value; returns it with its envelope.
     fn recv_value<D: DeserializeOwned>(&self, source: Source, tag: TagMatch) -> Result<(D, Status)> {
         let m = self.recv::<u8>(source, tag)?;
@@ -247,6 +261,26 @@ pub trait Comm: Sized {
             msg: "limb vector of unexpected length".into(),
         })
     }
+}
+
+/// Validates a (source, tag) selection against a communicator of `size`
+/// ranks: `None` stands for "any".
+pub(crate) fn selection(source: Source, tag: TagMatch, size: usize) -> Result<(Option<usize>, Option<Tag>)> {
+    let source = match source {
+        Source::Any => None,
+        Source::Rank(r) => {
+            check_rank(r, size)?;
+            Some(r)
+        }
+    };
+    let tag = match tag {
+        TagMatch::Any => None,
+        TagMatch::Tag(t) => {
+            check_tag(t)?;
+            Some(t)
+        }
+    };
+    Ok((source, tag))
 }
 
 pub(crate) fn check_rank(rank: usize, size: usize) -> Result<()> {

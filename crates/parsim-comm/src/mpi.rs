@@ -40,7 +40,7 @@ pub use request::{MpiRecv, MpiSend};
 
 use crate::request::Backoff;
 use crate::threads::panic_message;
-use crate::{check_rank, check_tag, Comm, CommError, Result, Source, Status, Tag, TagMatch};
+use crate::{check_rank, check_tag, selection, Comm, CommError, Result, Source, Status, Tag, TagMatch};
 
 /// Shared by a communicator and its requests.
 pub(crate) struct Inner {
@@ -174,20 +174,7 @@ impl Comm for MpiComm {
     }
 
     fn irecv<T: Pod + Send>(&self, source: Source, tag: TagMatch) -> Result<MpiRecv<T>> {
-        let source = match source {
-            Source::Any => None,
-            Source::Rank(r) => {
-                check_rank(r, self.size())?;
-                Some(r)
-            }
-        };
-        let tag = match tag {
-            TagMatch::Any => None,
-            TagMatch::Tag(t) => {
-                check_tag(t)?;
-                Some(t)
-            }
-        };
+        let (source, tag) = selection(source, tag, self.size())?;
         Ok(MpiRecv::new(Rc::clone(&self.inner), source, tag))
     }
 
@@ -206,21 +193,8 @@ impl Comm for MpiComm {
     }
 
     fn iprobe(&self, source: Source, tag: TagMatch) -> Result<Option<Status>> {
-        let s = match source {
-            Source::Any => None,
-            Source::Rank(r) => {
-                check_rank(r, self.size())?;
-                Some(r)
-            }
-        };
-        let t = match tag {
-            TagMatch::Any => None,
-            TagMatch::Tag(t) => {
-                check_tag(t)?;
-                Some(t)
-            }
-        };
-        Ok(self.inner.iprobe(s, t))
+        let (source, tag) = selection(source, tag, self.size())?;
+        Ok(self.inner.iprobe(source, tag))
     }
 
     fn barrier(&self) -> Result<()> {

@@ -38,7 +38,7 @@ use parsim_core::{Phase, PhaseClock};
 pub use request::{ThreadRecv, ThreadSend};
 use world::{Envelope, Matcher, Mode, Payload, Stop, Waiter, World};
 
-use crate::{check_rank, check_tag, Comm, CommError, Message, Result, Source, Status, Tag, TagMatch};
+use crate::{check_rank, check_tag, selection, Comm, CommError, Message, Result, Source, Status, Tag, TagMatch};
 
 /// What one communicator of one rank needs, shared with its requests.
 pub(crate) struct Inner {
@@ -83,7 +83,8 @@ impl Inner {
         Ok(())
     }
 
-    /// Takes the first message matching (`ctx`, `source`, `tag`) as a `Vec<T>`.
+    /// Takes the first message matching (`ctx`, `source`, `tag`) as a `Vec<T>`
+    /// (`source` already checked to be a rank of the communicator).
     fn recv_raw<T: Pod + Send>(
         &self,
         ctx: u32,
@@ -91,9 +92,6 @@ impl Inner {
         tag: Option<Tag>,
         block: bool,
     ) -> Result<Option<Message<T>>> {
-        if let Some(s) = source {
-            check_rank(s, self.members.len())?;
-        }
         let m = Matcher { ctx, source, tag };
         let clock = &self.clock;
         let awaited = source.map(|s| self.world_of(s));
@@ -125,9 +123,6 @@ impl Inner {
     }
 
     fn probe_raw(&self, source: Option<usize>, tag: Option<Tag>, block: bool) -> Result<Option<Status>> {
-        if let Some(s) = source {
-            check_rank(s, self.members.len())?;
-        }
         let m = Matcher { ctx: 2 * self.ctx, source, tag };
         let clock = &self.clock;
         let awaited = source.map(|s| self.world_of(s));
@@ -170,20 +165,6 @@ impl std::fmt::Debug for ThreadComm {
     }
 }
 
-fn source_of(s: Source) -> Option<usize> {
-    match s {
-        Source::Any => None,
-        Source::Rank(r) => Some(r),
-    }
-}
-
-fn tag_of(t: TagMatch) -> Result<Option<Tag>> {
-    match t {
-        TagMatch::Any => Ok(None),
-        TagMatch::Tag(t) => check_tag(t).map(|_| Some(t)),
-    }
-}
-
 impl Comm for ThreadComm {
     type SendRequest = ThreadSend;
     type RecvRequest<T: Pod + Send> = ThreadRecv<T>;
@@ -217,11 +198,8 @@ impl Comm for ThreadComm {
     }
 
     fn irecv<T: Pod + Send>(&self, source: Source, tag: TagMatch) -> Result<ThreadRecv<T>> {
-        let src = source_of(source);
-        if let Some(s) = src {
-            check_rank(s, self.size())?;
-        }
-        Ok(ThreadRecv::new(self.inner.clone(), src, tag_of(tag)?))
+        let (source, tag) = selection(source, tag, self.size())?;
+        Ok(ThreadRecv::new(self.inner.clone(), source, tag))
     }
 
     fn send<T: Pod + Send>(&self, dest: usize, tag: Tag, data: Vec<T>) -> Result<()> {
@@ -231,17 +209,19 @@ impl Comm for ThreadComm {
     }
 
     fn recv<T: Pod + Send>(&self, source: Source, tag: TagMatch) -> Result<Message<T>> {
-        let src = source_of(source);
-        let m = self.inner.recv_raw(2 * self.inner.ctx, src, tag_of(tag)?, true)?;
+        let (source, tag) = selection(source, tag, self.size())?;
+        let m = self.inner.recv_raw(2 * self.inner.ctx, source, tag, true)?;
         Ok(m.expect("a blocking receive returns a message"))
     }
 
     fn probe(&self, source: Source, tag: TagMatch) -> Result<Status> {
-        Ok(self.inner.probe_raw(source_of(source), tag_of(tag)?, true)?.expect("blocking probe returns a status"))
+        let (source, tag) = selection(source, tag, self.size())?;
+        Ok(self.inner.probe_raw(source, tag, true)?.expect("blocking probe returns a status"))
     }
 
     fn iprobe(&self, source: Source, tag: TagMatch) -> Result<Option<Status>> {
-        self.inner.probe_raw(source_of(source), tag_of(tag)?, false)
+        let (source, tag) = selection(source, tag, self.size())?;
+        self.inner.probe_raw(source, tag, false)
     }
 
     fn barrier(&self) -> Result<()> {

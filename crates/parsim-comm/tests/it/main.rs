@@ -3,3 +3,4 @@
 mod conformance;
 mod failure;
 mod phases;
+mod streams;
