@@ -1,7 +1,7 @@
 //! The numbers drawn for an entity do not depend on which rank owns it, or
 //! in which order a rank visits its entities.
 
-use parsim_comm::{launch, Comm, CommError};
+use parsim_comm::{launch, Comm};
 use parsim_core::rng::StreamKey;
 use rand_core::RngCore;
 
@@ -24,7 +24,7 @@ fn distributed(ranks: usize, owner: fn(u64, usize) -> usize) -> Vec<(u64, u64, [
                 mine.push((e, step, draws(9, e, step)));
             }
         }
-        Ok::<_, CommError>(comm.gather_value(0, &mine)?)
+        comm.gather_value(0, &mine)
     })
     .expect("run");
     let mut flat: Vec<_> = all.into_iter().next().flatten().expect("root gathers").into_iter().flatten().collect();
