@@ -380,11 +380,6 @@ pub fn library_version() -> String {
     ::mpi::environment::library_version().unwrap_or_else(|_| "unknown".into()).trim().to_string()
 }
 
-#[allow(dead_code)]
-fn _assert_source_trait_in_scope(c: &SimpleCommunicator) {
-    let _ = c.any_process().immediate_probe();
-}
-
 /// The reference the MPI backend is measured against: a plain blocking
 /// `MPI_Send` / `MPI_Recv` ping-pong of `bytes` between ranks 0 and 1, with
 /// no parsim layer at all. Returns seconds per round trip (on ranks 0 and 1;

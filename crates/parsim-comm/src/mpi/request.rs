@@ -208,8 +208,3 @@ impl<T: Pod + Send> Request for MpiRecv<T> {
     }
 }
 
-#[allow(dead_code)]
-fn _traits_used(c: &::mpi::topology::SimpleCommunicator) -> i32 {
-    let _ = c.any_process().immediate_probe();
-    c.rank()
-}
