@@ -207,4 +207,3 @@ impl<T: Pod + Send> Request for MpiRecv<T> {
         &self.inner.clock
     }
 }
-
