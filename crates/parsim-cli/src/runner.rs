@@ -217,21 +217,9 @@ fn summary_json(plan: &RunPlan, backend: &str, ranks: usize, wall_s: f64, all: &
     })
 }
 
-/// Writes `bytes` to `path` atomically: a temporary file beside it, flushed
-/// to disk, then renamed over the target. A crash leaves either the old
-/// file or the new one, never half of one.
+/// Writes `bytes` to `path` atomically (see [`parsim_core::io::write_atomic`]).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    use std::io::Write;
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let name = path.file_name().map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let mut f = std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
-    f.write_all(bytes).with_context(|| format!("writing {}", tmp.display()))?;
-    f.sync_all().with_context(|| format!("flushing {}", tmp.display()))?;
-    drop(f);
-    std::fs::rename(&tmp, path).with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))?;
-    Ok(())
+    parsim_core::io::write_atomic(path, bytes).with_context(|| format!("writing {}", path.display()))
 }
 
 /// Runs the plan on its backend; returns rank 0's result (`None` on other MPI ranks).

@@ -90,3 +90,66 @@ impl Digester {
         Digest(self.0.digest128())
     }
 }
+
+/// An order-independent digest of a set of `(key, value)` pairs: each pair is
+/// mixed into 128 pseudo-random bits and the results are added (wrapping).
+///
+/// Each rank digests the cells, agents or vertices it owns, keyed by global
+/// id; the sum of the parts (an integer reduction) is the digest of the
+/// whole, whatever the partition and the visiting order.
+///
+/// ```
+/// use parsim_core::SetDigest;
+///
+/// let mut a = SetDigest::new();
+/// a.add(1, 10);
+/// a.add(2, 20);
+/// let (mut b, mut c) = (SetDigest::new(), SetDigest::new());
+/// b.add(2, 20);
+/// c.add(1, 10);
+/// b.merge(&c);
+/// assert_eq!(a, b);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SetDigest {
+    /// The running sum, as two 64-bit halves (so it can be summed with `u64` reductions).
+    pub parts: [u64; 2],
+}
+
+#[inline]
+fn mix64(mut x: u64) -> u64 {
+    // splitmix64's finaliser: a bijection with full avalanche.
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+impl SetDigest {
+    /// The digest of the empty set.
+    pub fn new() -> Self {
+        SetDigest::default()
+    }
+
+    /// Adds one pair.
+    #[inline]
+    pub fn add(&mut self, key: u64, value: u64) {
+        let k = mix64(key ^ 0x243f_6a88_85a3_08d3);
+        let lo = mix64(k ^ value);
+        let hi = mix64(lo ^ k.rotate_left(17) ^ 0x1319_8a2e_0370_7344);
+        let (s, carry) = self.parts[0].overflowing_add(lo);
+        self.parts[0] = s;
+        self.parts[1] = self.parts[1].wrapping_add(hi).wrapping_add(u64::from(carry));
+    }
+
+    /// Adds another partial digest.
+    pub fn merge(&mut self, o: &SetDigest) {
+        let (s, carry) = self.parts[0].overflowing_add(o.parts[0]);
+        self.parts[0] = s;
+        self.parts[1] = self.parts[1].wrapping_add(o.parts[1]).wrapping_add(u64::from(carry));
+    }
+
+    /// As a [`Digest`].
+    pub fn finish(&self) -> Digest {
+        Digest((u128::from(self.parts[1]) << 64) | u128::from(self.parts[0]))
+    }
+}

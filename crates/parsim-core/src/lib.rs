@@ -35,12 +35,13 @@
 
 mod digest;
 mod exact_sum;
+pub mod io;
 mod phase;
 pub mod rng;
 pub mod trace;
 pub mod wire;
 
-pub use digest::{Digest, Digester};
+pub use digest::{Digest, Digester, SetDigest};
 pub use exact_sum::ExactSum;
 pub use phase::{PeerTraffic, Phase, PhaseClock, PhaseGuard, PhaseReport, PhaseTimes};
 pub use rng::{Stream, StreamKey};

@@ -1,0 +1,28 @@
+//! Output files that are never half-written.
+
+use std::io::Write;
+use std::path::Path;
+
+/// Writes `bytes` to `path` atomically: a temporary file beside it, flushed
+/// to disk, then renamed over the target. A crash leaves the old file or the
+/// new one, never a part of one. Creates the parent directory if needed.
+///
+/// ```
+/// let dir = std::env::temp_dir().join(format!("parsim-doc-{}", std::process::id()));
+/// let p = dir.join("out.txt");
+/// parsim_core::io::write_atomic(&p, b"hello")?;
+/// assert_eq!(std::fs::read(&p)?, b"hello");
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let name = path.file_name().map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
+    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    let mut f = std::fs::File::create(&tmp)?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    drop(f);
+    std::fs::rename(&tmp, path)
+}

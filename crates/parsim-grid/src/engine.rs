@@ -1,0 +1,347 @@
+//! The time-stepping driver: exchange, boundary, compute, reduce, output.
+
+use std::path::PathBuf;
+
+use parsim_comm::Comm;
+use parsim_core::{Digest, Digester, ExactSum, Phase, SetDigest};
+use rayon::prelude::*;
+
+use crate::decomp::{DecompKind, Decomposition, RankLoad};
+use crate::field::{Cell, Field};
+use crate::halo::{Boundary, HaloPlan, Reach};
+use crate::output;
+use crate::region::Region;
+use crate::stencil::Stencil;
+use crate::GridError;
+
+/// Everything a grid run needs besides the stencil and the initial field.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GridSpec {
+    /// Global size, slowest axis first (1 to 3 axes).
+    pub size: Vec<usize>,
+    /// Time steps.
+    pub steps: u64,
+    /// How to cut the grid.
+    pub decomposition: DecompKind,
+    /// Boundary condition per user axis (one entry applies to all).
+    pub boundary: Vec<Boundary>,
+    /// Overlap the halo exchange with the interior computation.
+    pub overlap: bool,
+    /// Exchange a halo `deep_halo` times the stencil radius every
+    /// `deep_halo` steps (1: every step), recomputing the halo in between.
+    pub deep_halo: usize,
+    /// Total heat and residual every this many steps (0: only at the end).
+    pub reduce_every: u64,
+    /// Write VTK every this many steps (0: never).
+    pub output_every: u64,
+    /// Where VTK and PNG files go.
+    pub output_dir: Option<PathBuf>,
+    /// Write a PNG of the final field (2-D: the field; 3-D: the middle slice).
+    pub png: bool,
+    /// Threads computing each rank's rows (rayon).
+    pub threads_per_rank: usize,
+}
+
+impl GridSpec {
+    /// A spec with the defaults: auto decomposition, periodic, overlap on,
+    /// no deep halo, reductions every 10 steps, no output, one thread per rank.
+    pub fn new(size: Vec<usize>, steps: u64) -> Self {
+        GridSpec {
+            size,
+            steps,
+            decomposition: DecompKind::Auto,
+            boundary: vec![Boundary::Periodic],
+            overlap: true,
+            deep_halo: 1,
+            reduce_every: 10,
+            output_every: 0,
+            output_dir: None,
+            png: false,
+            threads_per_rank: 1,
+        }
+    }
+
+    /// The boundary per internal axis.
+    pub fn boundaries(&self) -> Result<[Boundary; 3], GridError> {
+        let n = self.size.len();
+        let mut b = [Boundary::Periodic; 3];
+        match self.boundary.len() {
+            1 => b[3 - n..].iter_mut().for_each(|x| *x = self.boundary[0]),
+            k if k == n => b[3 - n..].copy_from_slice(&self.boundary),
+            k => return Err(GridError::Config(format!("{k} boundary conditions for a {n}-D grid (give 1 or {n})"))),
+        }
+        Ok(b)
+    }
+
+    /// Checks the spec against a stencil and builds the decomposition.
+    pub fn decompose(&self, ranks: usize, radius: usize) -> Result<Decomposition, GridError> {
+        if !(1..=4).contains(&radius) {
+            return Err(GridError::Config(format!("stencil radius {radius} is outside 1..=4")));
+        }
+        if self.deep_halo == 0 {
+            return Err(GridError::Config("deep_halo must be at least 1".into()));
+        }
+        if self.threads_per_rank == 0 {
+            return Err(GridError::Config("threads_per_rank must be at least 1".into()));
+        }
+        let b = self.boundaries()?;
+        let periodic = b.map(|x| x == Boundary::Periodic);
+        Decomposition::new(&self.size, ranks, &self.decomposition, radius * self.deep_halo, periodic)
+    }
+}
+
+/// Total and residual at one step.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Reduction {
+    /// Steps done.
+    pub step: u64,
+    /// Sum of all cells (exact, then rounded once).
+    pub total: f64,
+    /// `sqrt(Σ (u_new − u_old)²)` over all cells for that step.
+    pub residual: f64,
+}
+
+/// What a run reports (equal on every rank, except `loads`: rank 0 only).
+#[derive(Clone, Debug)]
+pub struct GridReport {
+    /// Digest of the final field: every cell keyed by its global index.
+    pub digest: Digest,
+    /// Reductions in step order.
+    pub reductions: Vec<Reduction>,
+    /// The decomposition.
+    pub decomposition: Decomposition,
+    /// Per-rank loads (on rank 0; empty elsewhere).
+    pub loads: Vec<RankLoad>,
+    /// Files written (on rank 0).
+    pub files: Vec<PathBuf>,
+}
+
+/// The plan of one rank, before any work: for `--dry-run`.
+pub fn plan_loads<C: Comm, T: Cell>(
+    comm: &C,
+    spec: &GridSpec,
+    radius: usize,
+    reach: Reach,
+) -> Result<(Decomposition, Vec<RankLoad>), GridError> {
+    let d = spec.decompose(comm.size(), radius)?;
+    let h = radius * spec.deep_halo;
+    let field = Field::<T>::new(&d, comm.rank(), h);
+    let reach = if spec.deep_halo > 1 { Reach::Box } else { reach };
+    let plan = HaloPlan::new(&d, comm.rank(), &field, h, reach, spec.boundaries()?)?;
+    let load = plan.load(comm.rank(), &field);
+    let all = (0..d.ranks())
+        .map(|r| {
+            let f = Field::<T>::new(&d, r, h);
+            HaloPlan::new(&d, r, &f, h, reach, spec.boundaries()?).map(|p| p.load(r, &f))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    debug_assert_eq!(all[comm.rank()], load);
+    Ok((d, all))
+}
+
+struct Kernel<'a, T, S> {
+    stencil: &'a S,
+    pool: Option<rayon::ThreadPool>,
+    _t: std::marker::PhantomData<T>,
+}
+
+impl<T: Cell, S: Stencil<T>> Kernel<'_, T, S> {
+    fn compute(&self, src: &Field<T>, dst: &mut [T], r: &Region) {
+        if r.is_empty() {
+            return;
+        }
+        let ext = src.ext;
+        let row = |(i, out): (usize, &mut [T])| {
+            let (z, y) = (i / ext[1], i % ext[1]);
+            if (r.lo[0]..r.hi[0]).contains(&z) && (r.lo[1]..r.hi[1]).contains(&y) {
+                self.stencil.row(&src.data, ext, z, y, r.lo[2], &mut out[r.lo[2]..r.hi[2]]);
+            }
+        };
+        // Only the rows of the region: skip straight to them.
+        let first = r.lo[0] * ext[1];
+        let last = (r.hi[0] - 1) * ext[1] + ext[1];
+        let rows = &mut dst[first * ext[2]..last * ext[2]];
+        match &self.pool {
+            Some(pool) => {
+                pool.install(|| rows.par_chunks_mut(ext[2]).enumerate().for_each(|(i, o)| row((i + first, o))))
+            }
+            None => rows.chunks_mut(ext[2]).enumerate().for_each(|(i, o)| row((i + first, o))),
+        }
+    }
+}
+
+/// Runs a stencil on this rank's part of the grid.
+///
+/// `init` gives the initial value of each cell from its global coordinates
+/// (internal axes: `[z, y, x]`, with 0 on missing axes); `on_step` is called
+/// after every step with the number of steps done (for progress).
+pub fn run<C, T, S>(
+    comm: &C,
+    spec: &GridSpec,
+    stencil: &S,
+    init: &(dyn Fn([usize; 3]) -> T + Sync),
+    on_step: &mut dyn FnMut(u64),
+) -> Result<GridReport, GridError>
+where
+    C: Comm,
+    T: Cell,
+    S: Stencil<T>,
+{
+    run_with_field(comm, spec, stencil, init, on_step).map(|(r, _)| r)
+}
+
+/// [`run`], also returning this rank's final local field.
+pub fn run_with_field<C, T, S>(
+    comm: &C,
+    spec: &GridSpec,
+    stencil: &S,
+    init: &(dyn Fn([usize; 3]) -> T + Sync),
+    on_step: &mut dyn FnMut(u64),
+) -> Result<(GridReport, Field<T>), GridError>
+where
+    C: Comm,
+    T: Cell,
+    S: Stencil<T>,
+{
+    let r = stencil.radius();
+    let d = spec.decompose(comm.size(), r)?;
+    let k = spec.deep_halo;
+    let h = r * k;
+    let rank = comm.rank();
+    let bounds = spec.boundaries()?;
+    let mut cur = Field::<T>::new(&d, rank, h);
+    cur.fill_owned(init);
+    let mut next = cur.clone();
+    // A deep halo is recomputed as a box, so it needs corners even for star stencils.
+    let reach = if k > 1 { Reach::Box } else { stencil.reach() };
+    let plan = HaloPlan::new(&d, rank, &cur, h, reach, bounds)?;
+    let pool = if spec.threads_per_rank > 1 {
+        Some(
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(spec.threads_per_rank)
+                .thread_name(move |i| format!("parsim-rank-{rank}-worker-{i}"))
+                .build()
+                .map_err(|e| GridError::Config(format!("cannot start {} threads: {e}", spec.threads_per_rank)))?,
+        )
+    } else {
+        None
+    };
+    let kernel = Kernel { stencil, pool, _t: std::marker::PhantomData };
+    let owned = cur.owned();
+    // Cells inside the physical domain (every halo cell on a periodic axis).
+    let mut domain = Region::new([0; 3], cur.ext);
+    for a in 0..3 {
+        if d.active(a) && !d.periodic()[a] {
+            let start = cur.block.start[a];
+            domain.lo[a] = h.saturating_sub(start);
+            domain.hi[a] = (h + d.shape()[a] - start).min(cur.ext[a]);
+        }
+    }
+    let grow = |by: usize, shrink: bool| {
+        let mut g = owned;
+        for a in (0..3).filter(|&a| d.active(a)) {
+            if shrink {
+                g.lo[a] += by;
+                g.hi[a] = g.hi[a].saturating_sub(by).max(g.lo[a]);
+            } else {
+                g.lo[a] -= by;
+                g.hi[a] += by;
+            }
+        }
+        g
+    };
+    let interior = grow(r, true);
+    let mut reductions = Vec::new();
+    let mut files = Vec::new();
+    let clock = comm.clock();
+    for step in 0..spec.steps {
+        let j = step as usize % k;
+        let region = grow((k - 1 - j) * r, false).intersect(&domain);
+        if j == 0 && spec.overlap {
+            let pending = clock.in_phase(Phase::Comm, || plan.start(comm, &cur))?;
+            let inner = interior.intersect(&region);
+            kernel.compute(&cur, &mut next.data, &inner);
+            clock.in_phase(Phase::Comm, || plan.finish(pending, &mut cur))?;
+            plan.apply_boundary(&mut cur);
+            for part in region.minus(&inner) {
+                kernel.compute(&cur, &mut next.data, &part);
+            }
+        } else {
+            if j == 0 {
+                clock.in_phase(Phase::Comm, || plan.exchange(comm, &mut cur))?;
+            }
+            plan.apply_boundary(&mut cur);
+            kernel.compute(&cur, &mut next.data, &region);
+        }
+        let done = step + 1;
+        if (spec.reduce_every > 0 && done % spec.reduce_every == 0) || done == spec.steps {
+            reductions.push(reduce(comm, &cur, &next, done)?);
+        }
+        std::mem::swap(&mut cur, &mut next);
+        if spec.output_every > 0 && done % spec.output_every == 0 {
+            if let Some(dir) = &spec.output_dir {
+                let _io = clock.enter(Phase::Io);
+                files.extend(output::write_vtk(comm, &d, &cur, dir, done)?);
+            }
+        }
+        on_step(done);
+    }
+    if spec.png {
+        if let Some(dir) = &spec.output_dir {
+            let _io = clock.enter(Phase::Io);
+            files.extend(output::write_png(comm, &d, &cur, &dir.join("field.png"))?);
+        }
+    }
+    let digest = digest(comm, &d, &cur, spec.steps)?;
+    let loads = if rank == 0 {
+        (0..d.ranks())
+            .map(|q| {
+                let f = Field::<T>::new(&d, q, h);
+                HaloPlan::new(&d, q, &f, h, reach, bounds).map(|p| p.load(q, &f))
+            })
+            .collect::<Result<Vec<_>, _>>()?
+    } else {
+        Vec::new()
+    };
+    Ok((GridReport { digest, reductions, decomposition: d, loads, files }, cur))
+}
+
+fn reduce<C: Comm, T: Cell>(comm: &C, old: &Field<T>, new: &Field<T>, step: u64) -> Result<Reduction, GridError> {
+    let mut total = ExactSum::new();
+    let mut sq = ExactSum::new();
+    let o = new.owned();
+    for z in o.lo[0]..o.hi[0] {
+        for y in o.lo[1]..o.hi[1] {
+            let i = new.index([z, y, o.lo[2]]);
+            let n = o.hi[2] - o.lo[2];
+            for (&a, &b) in new.data[i..i + n].iter().zip(&old.data[i..i + n]) {
+                let (a, b) = (a.to_f64(), b.to_f64());
+                total.add(a);
+                sq.add((a - b) * (a - b));
+            }
+        }
+    }
+    let total = comm.all_reduce_exact(&total)?.value();
+    let residual = comm.all_reduce_exact(&sq)?.value().sqrt();
+    Ok(Reduction { step, total, residual })
+}
+
+fn digest<C: Comm, T: Cell>(comm: &C, d: &Decomposition, f: &Field<T>, steps: u64) -> Result<Digest, GridError> {
+    let shape = d.shape();
+    let mut set = SetDigest::new();
+    f.for_owned(|g, v| set.add(((g[0] * shape[1] + g[1]) * shape[2] + g[2]) as u64, v.bits()));
+    let parts = comm.all_gather(set.parts.to_vec())?;
+    let mut all = SetDigest::new();
+    for p in parts {
+        all.merge(&SetDigest { parts: [p[0], p[1]] });
+    }
+    let mut dg = Digester::new();
+    dg.write_str("grid");
+    for n in shape {
+        dg.write_u64(n as u64);
+    }
+    dg.write_u64(steps);
+    dg.write_u64(all.parts[0]);
+    dg.write_u64(all.parts[1]);
+    Ok(dg.finish())
+}

@@ -1,0 +1,166 @@
+//! A rank's piece of a field: its owned block plus a halo of width `h` on
+//! every user axis, stored contiguously with axis 2 fastest.
+
+use bytemuck::Pod;
+
+use crate::decomp::{Block, Decomposition};
+use crate::region::Region;
+
+/// A value a grid cell can hold.
+pub trait Cell: Pod + Send + Sync + Default + PartialEq + std::fmt::Debug {
+    /// The bit pattern, for digests.
+    fn bits(self) -> u64;
+    /// As an `f64`, for sums, images and VTK.
+    fn to_f64(self) -> f64;
+    /// From an `f64` (initial conditions, boundary values).
+    fn from_f64(x: f64) -> Self;
+    /// The VTK type name.
+    const VTK: &'static str;
+}
+
+impl Cell for f64 {
+    fn bits(self) -> u64 {
+        self.to_bits()
+    }
+    fn to_f64(self) -> f64 {
+        self
+    }
+    fn from_f64(x: f64) -> Self {
+        x
+    }
+    const VTK: &'static str = "Float64";
+}
+
+impl Cell for f32 {
+    fn bits(self) -> u64 {
+        u64::from(self.to_bits())
+    }
+    fn to_f64(self) -> f64 {
+        f64::from(self)
+    }
+    fn from_f64(x: f64) -> Self {
+        x as f32
+    }
+    const VTK: &'static str = "Float32";
+}
+
+impl Cell for u8 {
+    fn bits(self) -> u64 {
+        u64::from(self)
+    }
+    fn to_f64(self) -> f64 {
+        f64::from(self)
+    }
+    fn from_f64(x: f64) -> Self {
+        x.clamp(0.0, 255.0) as u8
+    }
+    const VTK: &'static str = "UInt8";
+}
+
+/// The local array of one rank.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Field<T> {
+    /// The owned block.
+    pub block: Block,
+    /// Halo width per internal axis (0 on axes the grid does not have).
+    pub halo: [usize; 3],
+    /// Array extent per axis: `len + 2 * halo`.
+    pub ext: [usize; 3],
+    /// The cells, axis 2 fastest.
+    pub data: Vec<T>,
+}
+
+impl<T: Cell> Field<T> {
+    /// A zeroed local array for `rank` with halo width `h` on the user's axes.
+    pub fn new(d: &Decomposition, rank: usize, h: usize) -> Self {
+        let block = d.block(rank);
+        let mut halo = [0; 3];
+        let mut ext = [0; 3];
+        for a in 0..3 {
+            halo[a] = if d.active(a) { h } else { 0 };
+            ext[a] = block.len[a] + 2 * halo[a];
+        }
+        Field { block, halo, ext, data: vec![T::default(); ext.iter().product()] }
+    }
+
+    /// Flat index of local array position `p`.
+    #[inline]
+    pub fn index(&self, p: [usize; 3]) -> usize {
+        (p[0] * self.ext[1] + p[1]) * self.ext[2] + p[2]
+    }
+
+    /// The owned cells, in local array coordinates.
+    pub fn owned(&self) -> Region {
+        let mut lo = [0; 3];
+        let mut hi = [0; 3];
+        for a in 0..3 {
+            lo[a] = self.halo[a];
+            hi[a] = self.halo[a] + self.block.len[a];
+        }
+        Region::new(lo, hi)
+    }
+
+    /// Global coordinates of local array position `p` (may be outside the
+    /// domain, as `i64`, in the halo).
+    pub fn global(&self, p: [usize; 3]) -> [i64; 3] {
+        let mut g = [0; 3];
+        for a in 0..3 {
+            g[a] = self.block.start[a] as i64 + p[a] as i64 - self.halo[a] as i64;
+        }
+        g
+    }
+
+    /// Sets every owned cell from its global coordinates.
+    pub fn fill_owned(&mut self, mut f: impl FnMut([usize; 3]) -> T) {
+        let o = self.owned();
+        for z in o.lo[0]..o.hi[0] {
+            for y in o.lo[1]..o.hi[1] {
+                for x in o.lo[2]..o.hi[2] {
+                    let g = self.global([z, y, x]);
+                    let i = self.index([z, y, x]);
+                    self.data[i] = f([g[0] as usize, g[1] as usize, g[2] as usize]);
+                }
+            }
+        }
+    }
+
+    /// Copies the cells of `r` into a contiguous buffer (row by row).
+    pub fn pack(&self, r: &Region, out: &mut Vec<T>) {
+        out.clear();
+        out.reserve(r.cells());
+        for z in r.lo[0]..r.hi[0] {
+            for y in r.lo[1]..r.hi[1] {
+                let i = self.index([z, y, r.lo[2]]);
+                out.extend_from_slice(&self.data[i..i + (r.hi[2] - r.lo[2])]);
+            }
+        }
+    }
+
+    /// Writes a buffer made by [`pack`](Self::pack) (of a region of the same
+    /// shape) into the cells of `r`.
+    pub fn unpack(&mut self, r: &Region, buf: &[T]) {
+        let w = r.hi[2] - r.lo[2];
+        let mut at = 0;
+        for z in r.lo[0]..r.hi[0] {
+            for y in r.lo[1]..r.hi[1] {
+                let i = self.index([z, y, r.lo[2]]);
+                self.data[i..i + w].copy_from_slice(&buf[at..at + w]);
+                at += w;
+            }
+        }
+    }
+
+    /// Visits every owned cell with its global coordinates.
+    pub fn for_owned(&self, mut f: impl FnMut([usize; 3], T)) {
+        let o = self.owned();
+        for z in o.lo[0]..o.hi[0] {
+            for y in o.lo[1]..o.hi[1] {
+                let row = self.index([z, y, 0]);
+                for x in o.lo[2]..o.hi[2] {
+                    let g = self.global([z, y, x]);
+                    f([g[0] as usize, g[1] as usize, g[2] as usize], self.data[row + x]);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,237 @@
+//! Halo exchange and boundary conditions.
+//!
+//! A rank's halo is refreshed from its neighbours (faces only for star
+//! stencils, faces, edges and corners for box stencils and deep halos).
+//! Every region is packed into one contiguous buffer and moved as one
+//! message, so there are no strided sends. Across a non-periodic edge there
+//! is no neighbour: the boundary condition fills the halo instead, axis by
+//! axis, over the full extent of the other axes (halos included), which gives
+//! every rank count the same corner values as one rank.
+
+use bytemuck::Pod;
+use parsim_comm::{Comm, Request, Source, TagMatch};
+
+use crate::decomp::{Decomposition, RankLoad};
+use crate::field::{Cell, Field};
+use crate::region::Region;
+use crate::GridError;
+
+/// What lies beyond an edge of the domain, per axis.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Boundary {
+    /// The grid wraps around.
+    Periodic,
+    /// The halo holds a fixed value.
+    Dirichlet(f64),
+    /// Zero gradient: the halo mirrors the cells inside the edge.
+    Neumann,
+}
+
+/// Which neighbours a stencil reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reach {
+    /// Only along the axes (5-point, 7-point): faces.
+    Star,
+    /// Diagonals too (9-point, 27-point, Game of Life): faces, edges, corners.
+    Box,
+}
+
+/// First tag of halo messages (one tag per direction of travel).
+const TAG_BASE: u32 = 1000;
+
+fn direction_index(d: [i64; 3]) -> u32 {
+    ((d[0] + 1) * 9 + (d[1] + 1) * 3 + (d[2] + 1)) as u32
+}
+
+/// The messages one rank sends and receives to refresh a halo of width `w`.
+#[derive(Clone, Debug)]
+pub struct HaloPlan {
+    /// (destination, tag, region to pack).
+    sends: Vec<(usize, u32, Region)>,
+    /// (source, tag, region to fill).
+    recvs: Vec<(usize, u32, Region)>,
+    /// (axis, high side?, condition) for the physical edges this rank is on.
+    edges: Vec<(usize, bool, Boundary)>,
+}
+
+/// An exchange in flight: see [`HaloPlan::start`].
+pub struct Pending<C: Comm, T: Pod + Send> {
+    recvs: Vec<(C::RecvRequest<T>, Region)>,
+    sends: Vec<C::SendRequest>,
+}
+
+impl HaloPlan {
+    /// The plan for `rank`'s `field` (whose halo must be at least `w` wide)
+    /// under `boundary` (per internal axis).
+    pub fn new<T: Cell>(
+        d: &Decomposition,
+        rank: usize,
+        field: &Field<T>,
+        w: usize,
+        reach: Reach,
+        boundary: [Boundary; 3],
+    ) -> Result<Self, GridError> {
+        let len = field.block.len;
+        for a in (0..3).filter(|&a| d.active(a)) {
+            if field.halo[a] < w {
+                return Err(GridError::Config(format!(
+                    "halo width {w} is wider than the field's halo {}",
+                    field.halo[a]
+                )));
+            }
+            if len[a] < w.max(field.halo[a]) {
+                return Err(GridError::Config(format!(
+                    "halo width {w} is larger than rank {rank}'s block ({} cells on axis {a}); use fewer ranks or a narrower halo",
+                    len[a]
+                )));
+            }
+        }
+        let h = field.halo;
+        let span = |a: usize, dir: i64, send: bool| -> (usize, usize) {
+            let wa = if d.active(a) { w } else { 0 };
+            match (dir, send) {
+                (-1, true) => (h[a], h[a] + wa),
+                (1, true) => (h[a] + len[a] - wa, h[a] + len[a]),
+                (-1, false) => (h[a] - wa, h[a]),
+                (1, false) => (h[a] + len[a], h[a] + len[a] + wa),
+                _ => (h[a], h[a] + len[a]),
+            }
+        };
+        let mut sends = Vec::new();
+        let mut recvs = Vec::new();
+        let range = |a: usize| if d.active(a) { -1..=1 } else { 0..=0 };
+        for d0 in range(0) {
+            for d1 in range(1) {
+                for d2 in range(2) {
+                    let dir = [d0, d1, d2];
+                    let order = dir.iter().filter(|&&x| x != 0).count();
+                    if order == 0 || (reach == Reach::Star && order > 1) {
+                        continue;
+                    }
+                    let region = |send: bool| {
+                        let mut r = Region::new([0; 3], [0; 3]);
+                        for a in 0..3 {
+                            (r.lo[a], r.hi[a]) = span(a, dir[a], send);
+                        }
+                        r
+                    };
+                    if let Some(n) = d.neighbour(rank, dir) {
+                        sends.push((n, TAG_BASE + direction_index(dir), region(true)));
+                        let back = [-dir[0], -dir[1], -dir[2]];
+                        recvs.push((n, TAG_BASE + direction_index(back), region(false)));
+                    }
+                }
+            }
+        }
+        let shape = d.shape();
+        let mut edges = Vec::new();
+        for a in (0..3).filter(|&a| d.active(a)) {
+            if boundary[a] == Boundary::Periodic {
+                continue;
+            }
+            if field.block.start[a] == 0 {
+                edges.push((a, false, boundary[a]));
+            }
+            if field.block.start[a] + len[a] == shape[a] {
+                edges.push((a, true, boundary[a]));
+            }
+        }
+        Ok(HaloPlan { sends, recvs, edges })
+    }
+
+    /// Packs and sends every outgoing region and posts every receive.
+    pub fn start<C: Comm, T: Cell>(&self, comm: &C, field: &Field<T>) -> Result<Pending<C, T>, GridError> {
+        let mut recvs = Vec::with_capacity(self.recvs.len());
+        for &(src, tag, r) in &self.recvs {
+            recvs.push((comm.irecv::<T>(Source::Rank(src), TagMatch::Tag(tag))?, r));
+        }
+        let mut sends = Vec::with_capacity(self.sends.len());
+        for &(dest, tag, r) in &self.sends {
+            let mut buf = Vec::new();
+            field.pack(&r, &mut buf);
+            sends.push(comm.isend(dest, tag, buf)?);
+        }
+        Ok(Pending { recvs, sends })
+    }
+
+    /// Waits for every message of `pending` and unpacks it into the halo.
+    pub fn finish<C: Comm, T: Cell>(&self, pending: Pending<C, T>, field: &mut Field<T>) -> Result<(), GridError> {
+        for (req, r) in pending.recvs {
+            let m = req.wait()?;
+            if m.data.len() != r.cells() {
+                return Err(GridError::Config(format!(
+                    "halo message from rank {} has {} cells, expected {}",
+                    m.source,
+                    m.data.len(),
+                    r.cells()
+                )));
+            }
+            field.unpack(&r, &m.data);
+        }
+        for s in pending.sends {
+            s.wait()?;
+        }
+        Ok(())
+    }
+
+    /// Exchange without overlap: start, then finish.
+    pub fn exchange<C: Comm, T: Cell>(&self, comm: &C, field: &mut Field<T>) -> Result<(), GridError> {
+        let p = self.start(comm, field)?;
+        self.finish(p, field)
+    }
+
+    /// Fills the halo beyond the physical (non-periodic) edges this rank is on.
+    pub fn apply_boundary<T: Cell>(&self, field: &mut Field<T>) {
+        for &(a, high, b) in &self.edges {
+            fill_edge(field, a, high, b);
+        }
+    }
+
+    /// What this plan moves, for `parsim run --dry-run`.
+    pub fn load<T: Cell>(&self, rank: usize, field: &Field<T>) -> RankLoad {
+        let halo: usize = self.recvs.iter().map(|(_, _, r)| r.cells()).sum();
+        let mut nbrs: Vec<usize> = self.recvs.iter().map(|&(s, _, _)| s).filter(|&s| s != rank).collect();
+        nbrs.sort_unstable();
+        nbrs.dedup();
+        RankLoad {
+            rank,
+            block: field.block,
+            owned: field.owned().cells(),
+            halo,
+            neighbours: nbrs.len(),
+            bytes: halo * std::mem::size_of::<T>(),
+        }
+    }
+}
+
+/// Fills the halo layers of `field` beyond its low or high edge on axis `a`.
+fn fill_edge<T: Cell>(field: &mut Field<T>, a: usize, high: bool, b: Boundary) {
+    let (h, l, ext) = (field.halo[a], field.block.len[a], field.ext);
+    // Positions along `a`: ghost layer g(i) and the interior cell it mirrors m(i).
+    let ghost = |i: usize| if high { h + l + i } else { h - 1 - i };
+    let mirror = |i: usize| if high { h + l - 1 - i } else { h + i };
+    let value = match b {
+        Boundary::Dirichlet(v) => Some(T::from_f64(v)),
+        _ => None,
+    };
+    let others: Vec<usize> = (0..3).filter(|&x| x != a).collect();
+    for i in 0..h {
+        for u in 0..ext[others[0]] {
+            for v in 0..ext[others[1]] {
+                let mut g = [0; 3];
+                g[a] = ghost(i);
+                g[others[0]] = u;
+                g[others[1]] = v;
+                let gi = field.index(g);
+                field.data[gi] = match value {
+                    Some(x) => x,
+                    None => {
+                        let mut m = g;
+                        m[a] = mirror(i);
+                        field.data[field.index(m)]
+                    }
+                };
+            }
+        }
+    }
+}

@@ -1,0 +1,98 @@
+//! Stencils: the per-cell update, computed row by row.
+//!
+//! A [`Stencil`] computes one row segment of the next field from the current
+//! one. The built-ins ([`Heat5`], [`Heat9`], [`Heat7`], [`Heat27`], [`Life`])
+//! are written as loops over equal-length slices, which the compiler turns
+//! into vector instructions; [`CellFn`] wraps a per-cell closure over a
+//! [`Neighbourhood`] for a user's own update rule.
+
+mod builtin;
+
+use std::ops::{Add, Mul, Sub};
+
+pub use builtin::{Heat27, Heat5, Heat7, Heat9, Life};
+
+use crate::field::Cell;
+use crate::halo::Reach;
+
+/// A float cell type for arithmetic stencils (`f32`, `f64`).
+pub trait Real: Cell + Add<Output = Self> + Sub<Output = Self> + Mul<Output = Self> {}
+impl Real for f32 {}
+impl Real for f64 {}
+
+/// The update rule of a grid.
+///
+/// `row` computes `out[i]` for the cells `x0 + i` of row `(z, y)` of a local
+/// array `src` of extents `ext` (axis 2 fastest); every cell it reads is
+/// within [`radius`](Self::radius) of the cell it writes, along the axes only
+/// for [`Reach::Star`].
+pub trait Stencil<T>: Sync {
+    /// How far the update reads (1 to 4).
+    fn radius(&self) -> usize;
+    /// Whether it reads diagonal neighbours.
+    fn reach(&self) -> Reach;
+    /// Computes one row segment.
+    fn row(&self, src: &[T], ext: [usize; 3], z: usize, y: usize, x0: usize, out: &mut [T]);
+}
+
+/// The cells around one cell, for [`CellFn`].
+pub struct Neighbourhood<'a, T> {
+    src: &'a [T],
+    ext: [usize; 3],
+    at: [usize; 3],
+}
+
+impl<T: Copy> Neighbourhood<'_, T> {
+    /// The cell at offset `(dz, dy, dx)` from the centre (within the radius).
+    #[inline]
+    pub fn get(&self, dz: i64, dy: i64, dx: i64) -> T {
+        let z = (self.at[0] as i64 + dz) as usize;
+        let y = (self.at[1] as i64 + dy) as usize;
+        let x = (self.at[2] as i64 + dx) as usize;
+        self.src[(z * self.ext[1] + y) * self.ext[2] + x]
+    }
+
+    /// The centre cell.
+    #[inline]
+    pub fn centre(&self) -> T {
+        self.get(0, 0, 0)
+    }
+}
+
+/// A stencil from a per-cell closure.
+///
+/// ```
+/// use parsim_grid::{CellFn, Neighbourhood, Reach};
+///
+/// // A 1-D three-point average, radius 1, along the axes only.
+/// let avg = CellFn::new(1, Reach::Star, |n: &Neighbourhood<'_, f64>| {
+///     (n.get(0, 0, -1) + n.centre() + n.get(0, 0, 1)) / 3.0
+/// });
+/// # let _ = avg;
+/// ```
+pub struct CellFn<F> {
+    radius: usize,
+    reach: Reach,
+    f: F,
+}
+
+impl<F> CellFn<F> {
+    /// A stencil of `radius` and `reach` computing each cell with `f`.
+    pub fn new(radius: usize, reach: Reach, f: F) -> Self {
+        CellFn { radius, reach, f }
+    }
+}
+
+impl<T: Copy, F: Fn(&Neighbourhood<'_, T>) -> T + Sync> Stencil<T> for CellFn<F> {
+    fn radius(&self) -> usize {
+        self.radius
+    }
+    fn reach(&self) -> Reach {
+        self.reach
+    }
+    fn row(&self, src: &[T], ext: [usize; 3], z: usize, y: usize, x0: usize, out: &mut [T]) {
+        for (i, o) in out.iter_mut().enumerate() {
+            *o = (self.f)(&Neighbourhood { src, ext, at: [z, y, x0 + i] });
+        }
+    }
+}

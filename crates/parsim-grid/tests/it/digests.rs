@@ -1,0 +1,93 @@
+//! The final field is bit-identical to the 1-rank run for every rank count,
+//! decomposition, overlap setting, deep-halo depth and threads per rank.
+
+use parsim_grid::{Boundary, Cell, DecompKind, GridSpec, Heat27, Heat5, Heat7, Heat9, Life, Stencil};
+
+use crate::support::{noise, run_on};
+
+const BOUNDARIES: [Boundary; 3] = [Boundary::Periodic, Boundary::Dirichlet(0.25), Boundary::Neumann];
+
+/// Every variation of `base` that the grid admits gives the 1-rank digest.
+fn check<T: Cell, S: Stencil<T>>(name: &str, size: Vec<usize>, stencil: &S, init: &(dyn Fn([usize; 3]) -> T + Sync)) {
+    let mut ran = 0;
+    for b in BOUNDARIES {
+        let mut base = GridSpec::new(size.clone(), 9);
+        base.boundary = vec![b];
+        base.reduce_every = 4;
+        let reference = run_on(1, &base, stencil, init);
+        let mut variants = Vec::new();
+        for p in [2, 3, 4, 6, 8] {
+            for kind in [DecompKind::Auto, DecompKind::Slabs, DecompKind::Pencils, DecompKind::Blocks] {
+                variants.push((p, kind, true, 1, 1));
+            }
+            variants.push((p, DecompKind::Auto, false, 1, 1));
+            for k in [2, 4] {
+                variants.push((p, DecompKind::Auto, true, k, 1));
+                variants.push((p, DecompKind::Auto, false, k, 1));
+            }
+            variants.push((p, DecompKind::Auto, true, 1, 2));
+            variants.push((p, DecompKind::Blocks, true, 2, 2));
+        }
+        variants.push((1, DecompKind::Auto, true, 4, 2));
+        for (p, kind, overlap, k, threads) in variants {
+            let mut spec = base.clone();
+            spec.decomposition = kind.clone();
+            spec.overlap = overlap;
+            spec.deep_halo = k;
+            spec.threads_per_rank = threads;
+            if spec.decompose(p, stencil.radius()).is_err() {
+                continue; // this grid is too small for that cut (tested in bad_input)
+            }
+            let r = run_on(p, &spec, stencil, init);
+            assert_eq!(
+                r.digest, reference.digest,
+                "{name} {b:?}: {p} ranks {kind:?} overlap {overlap} deep halo {k} threads {threads}"
+            );
+            assert_eq!(r.reductions, reference.reductions, "{name} {b:?}: totals at {p} ranks");
+            ran += 1;
+        }
+    }
+    assert!(ran >= 100, "{name}: only {ran} variants ran");
+}
+
+#[test]
+fn heat5_f64_is_rank_count_independent() {
+    check("heat5 f64", vec![48, 40], &Heat5 { alpha: 0.2 }, &noise);
+}
+
+#[test]
+fn heat5_f32_is_rank_count_independent() {
+    check("heat5 f32", vec![48, 40], &Heat5 { alpha: 0.2f32 }, &|g| noise(g) as f32);
+}
+
+#[test]
+fn heat9_is_rank_count_independent() {
+    check("heat9", vec![48, 40], &Heat9 { alpha: 0.15 }, &noise);
+}
+
+#[test]
+fn heat7_is_rank_count_independent() {
+    check("heat7", vec![16, 16, 24], &Heat7 { alpha: 0.12 }, &noise);
+}
+
+#[test]
+fn heat27_f32_is_rank_count_independent() {
+    check("heat27 f32", vec![16, 16, 24], &Heat27::new(0.1f32), &|g| noise(g) as f32);
+}
+
+#[test]
+fn life_is_rank_count_independent() {
+    check("life", vec![48, 40], &Life, &|g| u8::from(noise(g) < 0.35));
+}
+
+#[test]
+fn one_dimensional_grids_work_too() {
+    check(
+        "heat 1-D",
+        vec![256],
+        &parsim_grid::CellFn::new(2, parsim_grid::Reach::Star, |n: &parsim_grid::Neighbourhood<'_, f64>| {
+            n.centre() + 0.1 * (n.get(0, 0, -2) + n.get(0, 0, -1) + n.get(0, 0, 1) + n.get(0, 0, 2) - 4.0 * n.centre())
+        }),
+        &noise,
+    );
+}

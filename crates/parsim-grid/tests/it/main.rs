@@ -1,0 +1,9 @@
+//! Behaviour tests of parsim-grid.
+
+mod bad_input;
+mod decomposition;
+mod digests;
+mod heat;
+mod life;
+mod reference;
+mod support;
