@@ -4,6 +4,7 @@
 //! Exit codes: 0 success, 1 the run failed, 2 bad input or usage.
 
 mod bench;
+mod grid;
 mod progress;
 mod ring;
 mod runner;
@@ -49,6 +50,9 @@ enum Command {
         /// Override a scenario key: --set table.key=value (repeatable).
         #[arg(long = "set", value_name = "KEY=VALUE")]
         set: Vec<String>,
+        /// Validate the scenario and print how the work would be spread over the ranks, without running.
+        #[arg(long)]
+        dry_run: bool,
     },
     /// Version, backends compiled in, cores, MPI library.
     Info,
@@ -82,15 +86,20 @@ fn parse_backend(s: &str, flag: &str) -> Result<Backend, InputError> {
     Backend::parse(s).ok_or_else(|| InputError::flag(flag, format!("expected threads or mpi, found \"{s}\"")))
 }
 
-fn cmd_run(
-    path: PathBuf,
+/// The flags of `parsim run`.
+struct RunArgs {
+    scenario: PathBuf,
     ranks: Option<u64>,
     backend: Option<String>,
     out: Option<PathBuf>,
     trace: Option<PathBuf>,
     seed: Option<u64>,
     set: Vec<String>,
-) -> Result<()> {
+    dry_run: bool,
+}
+
+fn cmd_run(a: RunArgs) -> Result<()> {
+    let RunArgs { scenario: path, ranks, backend, out, trace, seed, set, dry_run } = a;
     let mut sc = Scenario::load(&path)?;
     for s in &set {
         sc.set(s)?;
@@ -109,7 +118,12 @@ fn cmd_run(
         sc.set_value("run", "backend", toml::Value::String(b.clone()));
     }
     let plan = runner::plan(&mut sc, out, trace, ranks.is_some())?;
+    if dry_run {
+        print!("{}", plan.model.describe(plan.ranks)?);
+        return Ok(());
+    }
     if let Some(done) = runner::execute(&plan)? {
+        print_phases(&done.summary);
         let s = &done.summary;
         println!(
             "{} on {} {} rank(s): digest {}  wall {:.3} s  → {}",
@@ -125,6 +139,19 @@ fn cmd_run(
         }
     }
     Ok(())
+}
+
+/// The per-phase breakdown: mean and max over ranks, and the share of wall time.
+fn print_phases(s: &serde_json::Value) {
+    let wall = s["wall_s"].as_f64().unwrap_or(0.0).max(1e-12);
+    println!("{:>8} {:>10} {:>10} {:>7}", "phase", "mean s", "max s", "% wall");
+    for p in ["compute", "comm", "wait", "io", "serial"] {
+        let v: Vec<f64> =
+            s["phases_s"][p].as_array().map(|a| a.iter().filter_map(|x| x.as_f64()).collect()).unwrap_or_default();
+        let mean = v.iter().sum::<f64>() / v.len().max(1) as f64;
+        let max = v.iter().cloned().fold(0.0, f64::max);
+        println!("{p:>8} {mean:>10.4} {max:>10.4} {:>6.1}%", 100.0 * mean / wall);
+    }
 }
 
 fn cmd_info() {
@@ -144,8 +171,8 @@ fn cmd_info() {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Run { scenario, ranks, backend, out, trace, seed, set } => {
-            cmd_run(scenario, ranks, backend, out, trace, seed, set)
+        Command::Run { scenario, ranks, backend, out, trace, seed, set, dry_run } => {
+            cmd_run(RunArgs { scenario, ranks, backend, out, trace, seed, set, dry_run })
         }
         Command::Info => {
             cmd_info();

@@ -102,6 +102,19 @@ impl Token {
     }
 }
 
+/// Which nodes each rank would own.
+pub fn describe(cfg: &RingConfig, ranks: usize) -> String {
+    let mut s = format!(
+        "ring of {} nodes, {} laps, on {ranks} ranks\n{:>6} {:>14} {:>8}\n",
+        cfg.nodes, cfg.laps, "rank", "nodes", "count"
+    );
+    for r in 0..ranks as u64 {
+        let (a, b) = block(cfg.nodes, ranks as u64, r);
+        s += &format!("{r:>6} {:>14} {:>8}\n", format!("{a}..{b}"), b - a);
+    }
+    s
+}
+
 /// Runs the ring on this rank.
 pub fn run<C: Comm>(comm: &C, cfg: &RingConfig, ctx: &RunContext) -> Result<ModelOutput, parsim_comm::CommError> {
     let (p, me) = (comm.size() as u64, comm.rank() as u64);

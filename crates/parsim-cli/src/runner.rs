@@ -11,6 +11,7 @@ use parsim_core::{trace::Trace, Digest, PhaseReport};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use crate::grid::{self, GridConfig};
 use crate::ring::{self, RingConfig};
 use crate::scenario::{InputError, Scenario};
 
@@ -35,19 +36,31 @@ pub struct RunContext {
 pub enum Model {
     /// `model = "ring"`.
     Ring(RingConfig),
+    /// `model = "grid"`.
+    Grid(GridConfig),
 }
 
 impl Model {
     fn name(&self) -> &'static str {
         match self {
             Model::Ring(_) => "ring",
+            Model::Grid(_) => "grid",
         }
     }
 
-    fn run<C: Comm>(&self, comm: &C, ctx: &RunContext) -> Result<ModelOutput, parsim_comm::CommError> {
-        match self {
-            Model::Ring(cfg) => ring::run(comm, cfg, ctx),
-        }
+    fn run<C: Comm>(&self, comm: &C, ctx: &RunContext, out: &Path) -> Result<ModelOutput> {
+        Ok(match self {
+            Model::Ring(cfg) => ring::run(comm, cfg, ctx)?,
+            Model::Grid(cfg) => grid::run(comm, cfg, ctx, out)?,
+        })
+    }
+
+    /// What `--dry-run` prints: how the work would be spread over `ranks`.
+    pub fn describe(&self, ranks: usize) -> Result<String> {
+        Ok(match self {
+            Model::Ring(cfg) => ring::describe(cfg, ranks),
+            Model::Grid(cfg) => cfg.describe(ranks)?,
+        })
     }
 }
 
@@ -110,15 +123,24 @@ pub fn plan(
     ranks_from_flag: bool,
 ) -> Result<RunPlan, InputError> {
     let mut run = sc.section("run", true)?;
-    let model = run.choice("model", None, &["ring"])?;
+    let model = run.choice("model", None, &["ring", "grid"])?;
     let seed = run.int("seed", Some(0), 0..=u64::MAX)?;
     let ranks = run.int("ranks", Some(1), 1..=65_536)? as usize;
     let backend = run.choice("backend", Some("threads"), &["threads", "mpi"])?;
     let threads_per_rank = run.int("threads_per_rank", Some(1), 1..=1024)? as usize;
     let out_key = run.string("out", None)?;
     run.finish()?;
+    let mut threads_per_rank = threads_per_rank;
     let model = match model.as_str() {
         "ring" => Model::Ring(RingConfig::from_scenario(sc)?),
+        "grid" => {
+            let cfg = GridConfig::from_scenario(sc, threads_per_rank)?;
+            if backend == "threads" {
+                cfg.check(sc, ranks)?;
+            }
+            threads_per_rank = cfg.spec.threads_per_rank;
+            Model::Grid(cfg)
+        }
         other => unreachable!("validated model {other}"),
     };
     sc.finish()?;
@@ -156,7 +178,7 @@ fn run_rank<C: Comm>(comm: C, plan: &RunPlan) -> Result<Option<Finished>> {
     comm.barrier()?;
     let t0 = Instant::now();
     let ctx = RunContext { seed: plan.seed, progress: true };
-    let out = plan.model.run(&comm, &ctx)?;
+    let out = plan.model.run(&comm, &ctx, &plan.out)?;
     comm.barrier()?;
     let wall_s = t0.elapsed().as_secs_f64();
     let end = RankEnd { report: comm.clock().report(), trace: comm.clock().trace(comm.world_rank()) };

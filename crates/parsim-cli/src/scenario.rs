@@ -248,6 +248,69 @@ impl Section<'_> {
         }
     }
 
+    /// A boolean, or `default` when absent.
+    pub fn boolean(&mut self, key: &str, default: bool) -> Result<bool, InputError> {
+        match self.take(key) {
+            None => Ok(default),
+            Some(Value::Boolean(b)) => Ok(b),
+            Some(v) => Err(self.err(key, format!("expected true or false, found {}", type_name(&v)))),
+        }
+    }
+
+    /// A number (integer or float) in `range`, or `default` when absent.
+    pub fn float(&mut self, key: &str, default: f64, range: RangeInclusive<f64>) -> Result<f64, InputError> {
+        let bounds = format!("a number in {}..={}", range.start(), range.end());
+        let x = match self.take(key) {
+            None => return Ok(default),
+            Some(Value::Float(f)) => f,
+            Some(Value::Integer(i)) => i as f64,
+            Some(v) => return Err(self.err(key, format!("expected {bounds}, found {}", type_name(&v)))),
+        };
+        if range.contains(&x) {
+            Ok(x)
+        } else {
+            Err(self.err(key, format!("expected {bounds}, found {x}")))
+        }
+    }
+
+    /// A list of `len` integers, each in `range` (`None`: required).
+    pub fn int_list(
+        &mut self,
+        key: &str,
+        default: Option<Vec<u64>>,
+        len: RangeInclusive<usize>,
+        range: RangeInclusive<u64>,
+    ) -> Result<Vec<u64>, InputError> {
+        let what =
+            format!("a list of {}..={} integers, each in {}..={}", len.start(), len.end(), range.start(), range.end());
+        let arr = match self.take(key) {
+            None => return default.ok_or_else(|| self.err(key, format!("missing; expected {what}"))),
+            Some(Value::Array(a)) => a,
+            Some(v) => return Err(self.err(key, format!("expected {what}, found {}", type_name(&v)))),
+        };
+        if !len.contains(&arr.len()) {
+            return Err(self.err(key, format!("expected {what}, found {} entries", arr.len())));
+        }
+        arr.iter()
+            .map(|v| match v {
+                Value::Integer(i) if *i >= 0 && range.contains(&(*i as u64)) => Ok(*i as u64),
+                Value::Integer(i) => Err(self.err(key, format!("expected {what}, found {i}"))),
+                other => Err(self.err(key, format!("expected {what}, found {}", type_name(other)))),
+            })
+            .collect()
+    }
+
+    /// The raw value of `key`, for keys with a shape of their own (validated
+    /// by the caller, with errors made by [`error`](Self::error)).
+    pub fn raw(&mut self, key: &str) -> Option<Value> {
+        self.take(key)
+    }
+
+    /// An error about `key` of this table.
+    pub fn error(&self, key: &str, msg: impl Into<String>) -> InputError {
+        self.err(key, msg.into())
+    }
+
     /// Fails on any key of the table that was not asked for.
     pub fn finish(self) -> Result<(), InputError> {
         let known: Vec<&str> = self.used.iter().map(String::as_str).collect();

@@ -116,27 +116,25 @@ pub struct GridReport {
     pub files: Vec<PathBuf>,
 }
 
-/// The plan of one rank, before any work: for `--dry-run`.
-pub fn plan_loads<C: Comm, T: Cell>(
-    comm: &C,
+/// The decomposition and what every rank would hold and exchange, before
+/// any work (for `parsim run --dry-run`), for cells of `T`.
+pub fn plan_loads<T: Cell>(
     spec: &GridSpec,
+    ranks: usize,
     radius: usize,
     reach: Reach,
 ) -> Result<(Decomposition, Vec<RankLoad>), GridError> {
-    let d = spec.decompose(comm.size(), radius)?;
+    let d = spec.decompose(ranks, radius)?;
     let h = radius * spec.deep_halo;
-    let field = Field::<T>::new(&d, comm.rank(), h);
     let reach = if spec.deep_halo > 1 { Reach::Box } else { reach };
-    let plan = HaloPlan::new(&d, comm.rank(), &field, h, reach, spec.boundaries()?)?;
-    let load = plan.load(comm.rank(), &field);
-    let all = (0..d.ranks())
+    let bounds = spec.boundaries()?;
+    let loads = (0..d.ranks())
         .map(|r| {
             let f = Field::<T>::new(&d, r, h);
-            HaloPlan::new(&d, r, &f, h, reach, spec.boundaries()?).map(|p| p.load(r, &f))
+            HaloPlan::new(&d, r, &f, h, reach, bounds).map(|p| p.load(r, &f))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    debug_assert_eq!(all[comm.rank()], load);
-    Ok((d, all))
+    Ok((d, loads))
 }
 
 struct Kernel<'a, T, S> {
@@ -293,16 +291,7 @@ where
         }
     }
     let digest = digest(comm, &d, &cur, spec.steps)?;
-    let loads = if rank == 0 {
-        (0..d.ranks())
-            .map(|q| {
-                let f = Field::<T>::new(&d, q, h);
-                HaloPlan::new(&d, q, &f, h, reach, bounds).map(|p| p.load(q, &f))
-            })
-            .collect::<Result<Vec<_>, _>>()?
-    } else {
-        Vec::new()
-    };
+    let loads = if rank == 0 { plan_loads::<T>(spec, d.ranks(), r, stencil.reach())?.1 } else { Vec::new() };
     Ok((GridReport { digest, reductions, decomposition: d, loads, files }, cur))
 }
 

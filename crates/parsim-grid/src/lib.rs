@@ -39,6 +39,7 @@ mod engine;
 mod field;
 mod halo;
 mod output;
+pub mod patterns;
 mod region;
 mod stencil;
 

@@ -64,3 +64,14 @@ fn a_blinker_has_period_two() {
         assert_eq!(evolve(n, &horizontal, 11, ranks), vertical.to_vec());
     }
 }
+
+#[test]
+fn gospers_gun_emits_one_glider_every_thirty_steps() {
+    use parsim_grid::patterns::{cells, GOSPER_GUN};
+    let gun: Vec<(usize, usize)> = cells(&GOSPER_GUN).into_iter().map(|(r, c)| (r + 4, c + 4)).collect();
+    assert_eq!(gun.len(), 36);
+    for ranks in [1, 4] {
+        // At multiples of the period the gun is back to its 36 cells, plus 5 per glider.
+        assert_eq!(evolve(160, &gun, 300, ranks).len(), 36 + 5 * 10, "{ranks} ranks");
+    }
+}

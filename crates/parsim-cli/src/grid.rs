@@ -1,0 +1,357 @@
+//! `model = "grid"`: stencil codes on structured grids (parsim-grid), from
+//! the `[grid]` table of a scenario.
+
+use std::path::Path;
+use std::time::Instant;
+
+use parsim_comm::Comm;
+use parsim_core::rng::StreamKey;
+use parsim_grid::{
+    plan_loads, Boundary, Cell, CellFn, DecompKind, GridSpec, Heat27, Heat5, Heat7, Heat9, Life, Neighbourhood, Reach,
+    Stencil,
+};
+use serde_json::json;
+use toml::Value;
+
+use crate::progress::Progress;
+use crate::runner::{ModelOutput, RunContext};
+use crate::scenario::{InputError, Scenario};
+
+/// The built-in update rules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StencilKind {
+    /// 1-D 3-point heat.
+    Heat3,
+    /// 2-D 5-point heat.
+    Heat5,
+    /// 2-D 9-point heat.
+    Heat9,
+    /// 3-D 7-point heat.
+    Heat7,
+    /// 3-D 27-point heat.
+    Heat27,
+    /// Game of Life (2-D, u8).
+    Life,
+}
+
+const STENCILS: [(&str, StencilKind, usize); 6] = [
+    ("heat3", StencilKind::Heat3, 1),
+    ("heat5", StencilKind::Heat5, 2),
+    ("heat9", StencilKind::Heat9, 2),
+    ("heat7", StencilKind::Heat7, 3),
+    ("heat27", StencilKind::Heat27, 3),
+    ("life", StencilKind::Life, 2),
+];
+
+/// Initial fields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Init {
+    /// 1 in a centred square (cube) an eighth of the grid wide, 0 elsewhere.
+    Hotspot,
+    /// Uniform in [0, 1) per cell, from the counter-based stream of (seed, cell).
+    Random,
+    /// One sine period along the fastest axis.
+    Mode,
+    /// Life: a glider near the origin.
+    Glider,
+    /// Life: Gosper's glider gun near the origin.
+    Gun,
+}
+
+/// The `[grid]` table, validated.
+#[derive(Clone, Debug)]
+pub struct GridConfig {
+    /// Everything but the output directory (set when the run starts).
+    pub spec: GridSpec,
+    /// The update rule.
+    pub stencil: StencilKind,
+    /// `f32` cells instead of `f64` (heat only).
+    pub single: bool,
+    /// Diffusion number.
+    pub alpha: f64,
+    /// The initial field.
+    pub init: Init,
+}
+
+fn boundary_of(s: &str, value: f64) -> Option<Boundary> {
+    match s {
+        "periodic" => Some(Boundary::Periodic),
+        "dirichlet" => Some(Boundary::Dirichlet(value)),
+        "neumann" => Some(Boundary::Neumann),
+        _ => None,
+    }
+}
+
+impl GridConfig {
+    /// Reads and validates `[grid]`; `threads` is `[run] threads_per_rank`.
+    pub fn from_scenario(sc: &mut Scenario, threads: usize) -> Result<Self, InputError> {
+        let mut t = sc.section("grid", true)?;
+        let size: Vec<usize> = t.int_list("size", None, 1..=3, 1..=1 << 31)?.into_iter().map(|n| n as usize).collect();
+        let steps = t.int("steps", Some(100), 0..=1 << 40)?;
+        let names: Vec<&str> = STENCILS.iter().map(|s| s.0).collect();
+        let default = match size.len() {
+            1 => "heat3",
+            2 => "heat5",
+            _ => "heat7",
+        };
+        let name = t.choice("stencil", Some(default), &names)?;
+        let &(_, stencil, dims) = STENCILS.iter().find(|s| s.0 == name).expect("validated stencil");
+        if dims != size.len() {
+            return Err(
+                t.error("stencil", format!("\"{name}\" is a {dims}-D stencil but size has {} axes", size.len()))
+            );
+        }
+        let precision = t.raw("precision");
+        let single = match &precision {
+            None => false,
+            Some(Value::String(p)) if p == "f64" => false,
+            Some(Value::String(p)) if p == "f32" && stencil != StencilKind::Life => true,
+            Some(Value::String(p)) if p == "f32" => {
+                return Err(t.error("precision", "Game of Life cells are u8; precision applies to heat stencils"))
+            }
+            Some(other) => return Err(t.error("precision", format!("expected \"f64\" or \"f32\", found {other}"))),
+        };
+        let stable = match stencil {
+            StencilKind::Heat3 => 0.5,
+            StencilKind::Heat5 | StencilKind::Heat9 => 0.25,
+            _ => 1.0 / 6.0,
+        };
+        let alpha = t.float("alpha", 0.1f64.min(stable), 0.0..=stable)?;
+        let value = t.float("boundary_value", 0.0, f64::MIN..=f64::MAX)?;
+        let boundary = match t.raw("boundary") {
+            None => vec![Boundary::Periodic],
+            Some(Value::String(s)) => vec![boundary_of(&s, value).ok_or_else(|| {
+                t.error("boundary", format!("expected \"periodic\", \"dirichlet\" or \"neumann\", found \"{s}\""))
+            })?],
+            Some(Value::Array(a)) if a.len() == size.len() => a
+                .iter()
+                .map(|v| v.as_str().and_then(|s| boundary_of(s, value)))
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| {
+                    t.error("boundary", "expected one of \"periodic\", \"dirichlet\", \"neumann\" per axis")
+                })?,
+            Some(other) => {
+                return Err(t.error(
+                    "boundary",
+                    format!("expected a condition or a list of {} conditions, found {other}", size.len()),
+                ))
+            }
+        };
+        let decomposition = match t.raw("decomposition") {
+            None => DecompKind::Auto,
+            Some(Value::String(s)) => DecompKind::parse(&s).ok_or_else(|| {
+                t.error(
+                    "decomposition",
+                    format!("expected \"auto\", \"slabs\", \"pencils\", \"blocks\" or a process grid, found \"{s}\""),
+                )
+            })?,
+            Some(Value::Array(a)) => DecompKind::Grid(
+                a.iter()
+                    .map(|v| v.as_integer().filter(|&i| i >= 1).map(|i| i as usize))
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or_else(|| {
+                        t.error("decomposition", "a process grid is a list of positive integers, one per axis")
+                    })?,
+            ),
+            Some(other) => {
+                return Err(t.error("decomposition", format!("expected a kind or a process grid, found {other}")))
+            }
+        };
+        let overlap = t.boolean("overlap", true)?;
+        let deep_halo = t.int("deep_halo", Some(1), 1..=16)? as usize;
+        let reduce_every = t.int("reduce_every", Some(10), 0..=1 << 40)?;
+        let output_every = t.int("output_every", Some(0), 0..=1 << 40)?;
+        let png = t.boolean("png", false)?;
+        let threads_per_rank = t.int("threads_per_rank", Some(threads as u64), 1..=1024)? as usize;
+        let inits: &[&str] =
+            if stencil == StencilKind::Life { &["random", "glider", "gun"] } else { &["hotspot", "random", "mode"] };
+        let init = match t.choice("init", Some(inits[0]), inits)?.as_str() {
+            "hotspot" => Init::Hotspot,
+            "random" => Init::Random,
+            "mode" => Init::Mode,
+            "glider" => Init::Glider,
+            _ => Init::Gun,
+        };
+        t.finish()?;
+        let mut spec = GridSpec::new(size, steps);
+        spec.decomposition = decomposition;
+        spec.boundary = boundary;
+        spec.overlap = overlap;
+        spec.deep_halo = deep_halo;
+        spec.reduce_every = reduce_every;
+        spec.output_every = output_every;
+        spec.png = png;
+        spec.threads_per_rank = threads_per_rank;
+        Ok(GridConfig { spec, stencil, single, alpha, init })
+    }
+
+    fn radius_reach(&self) -> (usize, Reach) {
+        match self.stencil {
+            StencilKind::Heat3 | StencilKind::Heat5 | StencilKind::Heat7 => (1, Reach::Star),
+            _ => (1, Reach::Box),
+        }
+    }
+
+    /// Checks that the grid can be cut for `ranks` (bad input otherwise).
+    pub fn check(&self, sc: &Scenario, ranks: usize) -> Result<(), InputError> {
+        let (r, _) = self.radius_reach();
+        self.spec.decompose(ranks, r).map(|_| ()).map_err(|e| sc.error_at("grid", "size", format!("[grid] {e}")))
+    }
+
+    /// The decomposition table `--dry-run` prints.
+    pub fn describe(&self, ranks: usize) -> Result<String, parsim_grid::GridError> {
+        let (r, reach) = self.radius_reach();
+        let (d, loads) = if self.single || self.stencil == StencilKind::Life {
+            plan_loads::<f32>(&self.spec, ranks, r, reach)?
+        } else {
+            plan_loads::<f64>(&self.spec, ranks, r, reach)?
+        };
+        let mut s = format!("decomposition: {d}\n");
+        s += &format!(
+            "{:>6} {:>22} {:>12} {:>10} {:>10} {:>12} {:>8}\n",
+            "rank", "block (start+len)", "owned", "halo", "neighbours", "bytes/exch", "surf/vol"
+        );
+        let bytes_per = if self.stencil == StencilKind::Life {
+            1
+        } else if self.single {
+            4
+        } else {
+            8
+        };
+        for l in &loads {
+            let b = l.block;
+            let block: Vec<String> =
+                (3 - self.spec.size.len()..3).map(|a| format!("{}+{}", b.start[a], b.len[a])).collect();
+            s += &format!(
+                "{:>6} {:>22} {:>12} {:>10} {:>10} {:>12} {:>8.4}\n",
+                l.rank,
+                block.join(","),
+                l.owned,
+                l.halo,
+                l.neighbours,
+                l.halo * bytes_per,
+                l.surface_to_volume()
+            );
+        }
+        Ok(s)
+    }
+}
+
+fn life_init(init: Init, seed: u64) -> impl Fn([usize; 3]) -> u8 + Sync {
+    use parsim_grid::patterns::{cells, GLIDER, GOSPER_GUN};
+    let placed = |p: &[&str], at: usize| -> std::collections::HashSet<(usize, usize)> {
+        cells(p).into_iter().map(|(r, c)| (r + at, c + at)).collect()
+    };
+    let (glider, gun) = (placed(&GLIDER, 1), placed(&GOSPER_GUN, 8));
+    move |g: [usize; 3]| -> u8 {
+        let (y, x) = (g[1], g[2]);
+        match init {
+            Init::Glider => u8::from(glider.contains(&(y, x))),
+            Init::Gun => u8::from(gun.contains(&(y, x))),
+            _ => u8::from(
+                StreamKey::new(seed).purpose("grid.init").with(y as u64).with(x as u64).stream().bernoulli(0.3),
+            ),
+        }
+    }
+}
+
+fn heat_init<T: Cell>(init: Init, seed: u64, shape: [usize; 3]) -> impl Fn([usize; 3]) -> T + Sync {
+    move |g: [usize; 3]| -> T {
+        let v = match init {
+            Init::Random => StreamKey::new(seed)
+                .purpose("grid.init")
+                .with(g[0] as u64)
+                .with(g[1] as u64)
+                .with(g[2] as u64)
+                .stream()
+                .uniform(),
+            Init::Mode => (2.0 * std::f64::consts::PI * g[2] as f64 / shape[2] as f64).sin(),
+            _ => {
+                let inside = (0..3).all(|a| {
+                    let (n, w) = (shape[a], (shape[a] / 8).max(1));
+                    n == 1 || (n / 2 - w / 2..n / 2 - w / 2 + w).contains(&g[a])
+                });
+                f64::from(u8::from(inside))
+            }
+        };
+        T::from_f64(v)
+    }
+}
+
+fn go<C: Comm, T: Cell, S: Stencil<T>>(
+    comm: &C,
+    cfg: &GridConfig,
+    ctx: &RunContext,
+    out: &Path,
+    stencil: &S,
+    init: &(dyn Fn([usize; 3]) -> T + Sync),
+) -> Result<ModelOutput, parsim_grid::GridError> {
+    let mut spec = cfg.spec.clone();
+    spec.output_dir = Some(out.to_path_buf());
+    if comm.rank() == 0 && ctx.progress {
+        let (r, reach) = cfg.radius_reach();
+        let (d, _) = plan_loads::<T>(&spec, comm.size(), r, reach)?;
+        eprintln!("decomposition: {d}");
+    }
+    let mut progress = Progress::new("grid steps", spec.steps, comm.rank() != 0 || !ctx.progress);
+    let t0 = Instant::now();
+    let report = parsim_grid::run(comm, &spec, stencil, init, &mut |s| progress.set(s))?;
+    let secs = t0.elapsed().as_secs_f64();
+    progress.finish();
+    let cells: usize = spec.size.iter().product();
+    let last = report.reductions.last().copied();
+    let files: Vec<String> = report.files.iter().map(|p| p.display().to_string()).collect();
+    let reductions: Vec<[f64; 3]> = report.reductions.iter().map(|r| [r.step as f64, r.total, r.residual]).collect();
+    Ok(ModelOutput {
+        digest: report.digest,
+        metrics: json!({
+            "size": spec.size,
+            "steps": spec.steps,
+            "stencil": format!("{:?}", cfg.stencil).to_lowercase(),
+            "process_grid": report.decomposition.process_grid(),
+            "cell_updates_per_s": cells as f64 * spec.steps as f64 / secs.max(1e-9),
+            "total": last.map(|r| r.total),
+            "residual": last.map(|r| r.residual),
+            "reductions": reductions,
+            "files": files,
+        }),
+    })
+}
+
+/// Runs the grid on this rank.
+pub fn run<C: Comm>(
+    comm: &C,
+    cfg: &GridConfig,
+    ctx: &RunContext,
+    out: &Path,
+) -> Result<ModelOutput, parsim_grid::GridError> {
+    let (a, seed, shape) = (cfg.alpha, ctx.seed, cfg.spec.decompose(comm.size(), 1)?.shape());
+    macro_rules! heat {
+        ($t:ty, $s:expr) => {
+            go::<C, $t, _>(comm, cfg, ctx, out, &$s, &heat_init::<$t>(cfg.init, seed, shape))
+        };
+    }
+    let heat3 = |a: f64| {
+        CellFn::new(1, Reach::Star, move |n: &Neighbourhood<'_, f64>| {
+            n.centre() + a * (n.get(0, 0, -1) + n.get(0, 0, 1) - 2.0 * n.centre())
+        })
+    };
+    let heat3_f32 = |a: f32| {
+        CellFn::new(1, Reach::Star, move |n: &Neighbourhood<'_, f32>| {
+            n.centre() + a * (n.get(0, 0, -1) + n.get(0, 0, 1) - 2.0 * n.centre())
+        })
+    };
+    match (cfg.stencil, cfg.single) {
+        (StencilKind::Life, _) => go::<C, u8, _>(comm, cfg, ctx, out, &Life, &life_init(cfg.init, seed)),
+        (StencilKind::Heat3, false) => heat!(f64, heat3(a)),
+        (StencilKind::Heat3, true) => heat!(f32, heat3_f32(a as f32)),
+        (StencilKind::Heat5, false) => heat!(f64, Heat5 { alpha: a }),
+        (StencilKind::Heat5, true) => heat!(f32, Heat5 { alpha: a as f32 }),
+        (StencilKind::Heat9, false) => heat!(f64, Heat9 { alpha: a }),
+        (StencilKind::Heat9, true) => heat!(f32, Heat9 { alpha: a as f32 }),
+        (StencilKind::Heat7, false) => heat!(f64, Heat7 { alpha: a }),
+        (StencilKind::Heat7, true) => heat!(f32, Heat7 { alpha: a as f32 }),
+        (StencilKind::Heat27, false) => heat!(f64, Heat27::new(a)),
+        (StencilKind::Heat27, true) => heat!(f32, Heat27::new(a as f32)),
+    }
+}
