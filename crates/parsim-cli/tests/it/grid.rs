@@ -1,0 +1,161 @@
+//! The grid scenarios through the binary: decomposition, files, bad input,
+//! and equal digests on threads and under MPI.
+
+use crate::support::{parsim, run_summary, scenario, tmp};
+
+const SMALL: [&str; 6] = ["--set", "grid.size=[96, 80]", "--set", "grid.steps=12", "--set", "grid.output_every=6"];
+
+#[test]
+fn heat2d_writes_summary_vtk_and_png_and_prints_the_decomposition() {
+    let dir = tmp("grid-heat2d");
+    let mut a = vec!["scenarios/heat2d.toml", "--ranks", "3"];
+    a.extend_from_slice(&SMALL);
+    let s = run_summary(&a, &dir);
+    assert_eq!(s["model"], "grid");
+    assert_eq!(s["metrics"]["process_grid"], serde_json::json!([3, 1]));
+    for f in ["field_000006.pvti", "field_000012.pvti", "field_000012_r0.vti", "field_000012_r2.vti", "field.png"] {
+        assert!(dir.join(f).exists(), "{f} missing");
+    }
+    let pvti = std::fs::read_to_string(dir.join("field_000012.pvti")).expect("pvti");
+    assert_eq!(pvti.matches("<Piece ").count(), 3);
+    let png = std::fs::read(dir.join("field.png")).expect("png");
+    assert_eq!(&png[1..4], b"PNG");
+    assert!(s["phases_s"]["io"][0].as_f64().unwrap_or(0.0) > 0.0, "output time is charged to io");
+    let o = parsim(&["run", "scenarios/heat2d.toml", "--ranks", "4", "--dry-run"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success() && text.contains("process grid [2, 2]") && text.contains("surf/vol"), "{text}");
+}
+
+#[test]
+fn grid_digests_agree_across_rank_counts_and_settings() {
+    let dir = tmp("grid-digests");
+    for (file, extra) in [
+        (
+            "scenarios/heat2d.toml",
+            vec![
+                "--set",
+                "grid.size=[70, 90]",
+                "--set",
+                "grid.stencil=\"heat9\"",
+                "--set",
+                "grid.boundary=\"neumann\"",
+            ],
+        ),
+        (
+            "scenarios/heat3d.toml",
+            vec![
+                "--set",
+                "grid.size=[20, 16, 18]",
+                "--set",
+                "grid.stencil=\"heat27\"",
+                "--set",
+                "grid.precision=\"f32\"",
+            ],
+        ),
+        (
+            "scenarios/life.toml",
+            vec!["--set", "grid.size=[64, 64]", "--set", "grid.steps=40", "--set", "grid.init=\"random\""],
+        ),
+    ] {
+        let mut digests = Vec::new();
+        for (i, ranks) in ["1", "2", "4"].iter().enumerate() {
+            let mut a = vec![file, "--ranks", ranks, "--set", "grid.steps=10", "--set", "grid.png=false"];
+            a.extend_from_slice(&extra);
+            if i == 2 {
+                a.extend_from_slice(&[
+                    "--set",
+                    "grid.deep_halo=2",
+                    "--set",
+                    "grid.threads_per_rank=2",
+                    "--set",
+                    "grid.overlap=false",
+                ]);
+            }
+            let s = run_summary(&a, &dir.join(format!("{i}")));
+            digests.push(s["digest"].as_str().expect("digest").to_string());
+        }
+        assert!(digests.iter().all(|d| *d == digests[0]), "{file}: {digests:?}");
+    }
+}
+
+#[test]
+fn bad_grids_exit_2_naming_the_key() {
+    let d = tmp("grid-bad");
+    let base = "[run]\nmodel = \"grid\"\nranks = 4\n\n[grid]\nsize = [64, 64]\nsteps = 2\n";
+    let cases = [
+        (base.replace("[64, 64]", "[64, 0]"), "size"),
+        (base.replace("[64, 64]", "[3, 3]"), "cannot cut"),
+        (format!("{base}stencil = \"heat7\"\n"), "3-D stencil"),
+        (format!("{base}boundary = \"sticky\"\n"), "boundary"),
+        (format!("{base}deep_halo = 0\n"), "deep_halo"),
+        (format!("{base}alpha = 0.9\n"), "alpha"),
+        (format!("{base}decomposition = [3, 3]\n"), "9 ranks"),
+        (format!("{base}colour = \"red\"\n"), "unknown key"),
+    ];
+    for (i, (text, want)) in cases.iter().enumerate() {
+        let p = scenario(&d, "g.toml", text);
+        let o = parsim(&["run", p.to_str().expect("path")]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "case {i}: {err}");
+        assert!(err.contains(want) && err.contains("g.toml"), "case {i}: expected {want:?} in {err}");
+    }
+}
+
+/// Under MPI: the same digests as one thread rank, at 1, 2 and 4 processes.
+#[cfg(feature = "mpi")]
+#[test]
+fn grid_digests_under_mpirun_equal_threads() {
+    use std::process::{Command, Stdio};
+    let dir = tmp("grid-mpi");
+    for (file, extra) in [
+        ("scenarios/heat2d.toml", vec!["--set", "grid.size=[90, 70]", "--set", "grid.deep_halo=2"]),
+        ("scenarios/heat3d.toml", vec!["--set", "grid.size=[20, 16, 18]", "--set", "grid.boundary=\"dirichlet\""]),
+        ("scenarios/life.toml", vec!["--set", "grid.size=[64, 64]", "--set", "grid.init=\"random\""]),
+    ] {
+        let mut a = vec![
+            file,
+            "--ranks",
+            "1",
+            "--set",
+            "grid.steps=10",
+            "--set",
+            "grid.png=false",
+            "--set",
+            "grid.output_every=0",
+        ];
+        a.extend_from_slice(&extra);
+        let want = run_summary(&a, &dir.join("t"))["digest"].as_str().expect("digest").to_string();
+        for n in ["1", "2", "4"] {
+            let out = dir.join(format!("m{n}"));
+            let out_s = out.to_str().expect("path").to_string();
+            let mut args = vec!["--allow-run-as-root", "--oversubscribe", "-n", n, env!("CARGO_BIN_EXE_parsim"), "run"];
+            args.extend_from_slice(&[
+                file,
+                "--backend",
+                "mpi",
+                "--out",
+                &out_s,
+                "--set",
+                "grid.steps=10",
+                "--set",
+                "grid.png=false",
+                "--set",
+                "grid.output_every=0",
+            ]);
+            args.extend_from_slice(&extra);
+            let o = Command::new("mpirun")
+                .args(&args)
+                .env("OMPI_MCA_plm", "isolated")
+                .current_dir(crate::support::root())
+                .stdin(Stdio::null())
+                .output()
+                .expect("mpirun");
+            assert!(o.status.success(), "{file} mpirun -n {n}: {}", String::from_utf8_lossy(&o.stderr));
+            let s: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).expect("summary"))
+                    .expect("json");
+            assert_eq!(s["ranks"].as_u64(), Some(n.parse().expect("n")));
+            assert_eq!(s["digest"].as_str(), Some(want.as_str()), "{file} under mpirun -n {n}");
+        }
+    }
+}
