@@ -4,6 +4,7 @@
 //! Exit codes: 0 success, 1 the run failed, 2 bad input or usage.
 
 mod bench;
+mod bench_stencil;
 mod grid;
 mod progress;
 mod ring;
@@ -77,6 +78,15 @@ enum BenchWhat {
         #[arg(long, default_value = "bench-comm.json")]
         out: PathBuf,
         /// Fewer iterations (a smoke test, not a measurement).
+        #[arg(long)]
+        quick: bool,
+    },
+    /// Cell updates per second of the heat stencils next to STREAM bandwidth (threads backend).
+    Stencil {
+        /// Where to write the JSON report.
+        #[arg(long, default_value = "bench-stencil.json")]
+        out: PathBuf,
+        /// Small grids (a smoke test, not a measurement).
         #[arg(long)]
         quick: bool,
     },
@@ -178,6 +188,7 @@ fn main() -> ExitCode {
             cmd_info();
             Ok(())
         }
+        Command::Bench { what: BenchWhat::Stencil { out, quick } } => bench_stencil::run(out, quick),
         Command::Bench { what: BenchWhat::Comm { ranks, backend, out, quick } } => {
             parse_backend(&backend, "--backend").map_err(anyhow::Error::from).and_then(|b| {
                 if ranks == 0 {

@@ -1,0 +1,180 @@
+//! `parsim bench stencil`: cell updates per second of the built-in heat
+//! stencils, next to STREAM copy and triad bandwidth measured in the same run.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::Result;
+use parsim_grid::{GridSpec, Heat5, Heat7, Stencil};
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::runner::write_atomic;
+
+/// STREAM-style bandwidth, GB/s (best of 5).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Stream {
+    /// Threads.
+    pub threads: usize,
+    /// `b[i] = a[i]`, counting 16 bytes per element.
+    pub copy_gb_s: f64,
+    /// `a[i] = b[i] + s·c[i]`, counting 24 bytes per element.
+    pub triad_gb_s: f64,
+}
+
+/// One stencil measurement.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Row {
+    /// `heat5` or `heat7`.
+    pub stencil: String,
+    /// Grid size.
+    pub size: Vec<usize>,
+    /// Ranks (threads backend).
+    pub ranks: usize,
+    /// Threads per rank.
+    pub threads: usize,
+    /// Halo exchange overlapped with the interior.
+    pub overlap: bool,
+    /// Steps timed.
+    pub steps: u64,
+    /// Cell updates per second (median of the repetitions), in G/s.
+    pub gups: f64,
+    /// `gups × 16 B` over the copy bandwidth at the same total thread count.
+    pub frac_16b: f64,
+    /// `gups × 24 B` (with write-allocate) over the copy bandwidth.
+    pub frac_24b: f64,
+}
+
+/// The whole report.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct StencilBench {
+    /// Bandwidth at 1 and 2 threads.
+    pub stream: Vec<Stream>,
+    /// The stencil table.
+    pub rows: Vec<Row>,
+}
+
+fn stream(threads: usize, n: usize) -> Result<Stream> {
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
+    let mut a = vec![1.0f64; n];
+    let mut b = vec![2.0f64; n];
+    let c = vec![0.5f64; n];
+    let chunk = n.div_ceil(threads * 8);
+    let (mut copy, mut triad) = (0.0f64, 0.0f64);
+    for _ in 0..5 {
+        let t = Instant::now();
+        pool.install(|| b.par_chunks_mut(chunk).zip(a.par_chunks(chunk)).for_each(|(b, a)| b.copy_from_slice(a)));
+        copy = copy.max(16.0 * n as f64 / t.elapsed().as_secs_f64() / 1e9);
+        let t = Instant::now();
+        pool.install(|| {
+            a.par_chunks_mut(chunk).zip(b.par_chunks(chunk)).zip(c.par_chunks(chunk)).for_each(|((a, b), c)| {
+                for ((x, &y), &z) in a.iter_mut().zip(b).zip(c) {
+                    *x = y + 3.0 * z;
+                }
+            })
+        });
+        triad = triad.max(24.0 * n as f64 / t.elapsed().as_secs_f64() / 1e9);
+    }
+    std::hint::black_box((&a, &b));
+    Ok(Stream { threads, copy_gb_s: copy, triad_gb_s: triad })
+}
+
+/// Times `steps` steps (after the first, which warms up) of `stencil` on `size`.
+fn time<S: Stencil<f64>>(
+    stencil: &S,
+    size: &[usize],
+    ranks: usize,
+    threads: usize,
+    overlap: bool,
+    steps: u64,
+) -> Result<f64> {
+    let mut spec = GridSpec::new(size.to_vec(), steps + 1);
+    spec.threads_per_rank = threads;
+    spec.overlap = overlap;
+    spec.reduce_every = 0;
+    let spans = parsim_comm::launch(ranks, |comm| {
+        let (mut first, mut last) = (None, None);
+        parsim_grid::run(&comm, &spec, stencil, &|g| (g[2] % 7) as f64, &mut |s| {
+            if s == 1 {
+                first = Some(Instant::now());
+            }
+            last = Some(Instant::now());
+        })?;
+        let secs = match (first, last) {
+            (Some(a), Some(b)) => (b - a).as_secs_f64(),
+            _ => 0.0,
+        };
+        Ok::<_, parsim_grid::GridError>(secs)
+    })
+    .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let secs = spans.into_iter().fold(0.0, f64::max);
+    let cells: usize = size.iter().product();
+    Ok(cells as f64 * steps as f64 / secs / 1e9)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Runs the benchmark, prints the table and writes the JSON.
+pub fn run(out: PathBuf, quick: bool) -> Result<()> {
+    let n = if quick { 1 << 22 } else { 1 << 25 };
+    let streams = vec![stream(1, n)?, stream(2, n)?];
+    for s in &streams {
+        println!("STREAM {} thread(s): copy {:.2} GB/s, triad {:.2} GB/s", s.threads, s.copy_gb_s, s.triad_gb_s);
+    }
+    let (s2, s3) = if quick { (vec![512, 512], vec![64, 64, 64]) } else { (vec![4096, 4096], vec![256, 256, 256]) };
+    let (b2, b3) = if quick { (vec![1024, 1024], vec![96, 96, 96]) } else { (vec![8192, 8192], vec![512, 512, 512]) };
+    let cells = |s: &[usize]| s.iter().product::<usize>() as f64;
+    let steps_for = |s: &[usize]| ((if quick { 2e7 } else { 1.2e9 }) / cells(s)).clamp(3.0, 200.0) as u64;
+    let configs: Vec<(usize, usize, bool)> = vec![(1, 1, true), (1, 2, true), (2, 1, true), (2, 1, false)];
+    let reps = if quick { 1 } else { 3 };
+    let mut rows = Vec::new();
+    println!(
+        "{:>7} {:>16} {:>5} {:>7} {:>7} {:>6} {:>8} {:>9} {:>9}",
+        "stencil", "size", "ranks", "threads", "overlap", "steps", "G upd/s", "of 16B", "of 24B"
+    );
+    for (name, size) in [("heat5", &s2), ("heat5", &b2), ("heat7", &s3), ("heat7", &b3)] {
+        for &(ranks, threads, overlap) in &configs {
+            let steps = steps_for(size);
+            let mut v = Vec::new();
+            for _ in 0..reps {
+                v.push(match name {
+                    "heat5" => time(&Heat5 { alpha: 0.2 }, size, ranks, threads, overlap, steps)?,
+                    _ => time(&Heat7 { alpha: 0.1 }, size, ranks, threads, overlap, steps)?,
+                });
+            }
+            let gups = median(v);
+            let bw = streams[(ranks * threads).min(2) - 1].copy_gb_s;
+            let row = Row {
+                stencil: name.into(),
+                size: size.clone(),
+                ranks,
+                threads,
+                overlap,
+                steps,
+                gups,
+                frac_16b: gups * 16.0 / bw,
+                frac_24b: gups * 24.0 / bw,
+            };
+            println!(
+                "{:>7} {:>16} {:>5} {:>7} {:>7} {:>6} {:>8.3} {:>8.1}% {:>8.1}%",
+                row.stencil,
+                format!("{:?}", row.size),
+                ranks,
+                threads,
+                overlap,
+                steps,
+                gups,
+                100.0 * row.frac_16b,
+                100.0 * row.frac_24b
+            );
+            rows.push(row);
+        }
+    }
+    let b = StencilBench { stream: streams, rows };
+    write_atomic(&out, serde_json::to_string_pretty(&b)?.as_bytes())?;
+    println!("wrote {}", out.display());
+    Ok(())
+}
