@@ -144,9 +144,11 @@ impl Decomposition {
             ))
         };
         let procs = match kind {
+            // Ties go to cutting slower axes: their faces are contiguous
+            // planes, and the cells next to them are whole rows.
             DecompKind::Auto => candidates(&active)
                 .into_iter()
-                .min_by_key(|p| (cost(p), spread(p), *p))
+                .min_by_key(|p| (cost(p), spread(p), std::cmp::Reverse(*p)))
                 .ok_or_else(|| too_small("auto"))?,
             DecompKind::Slabs => *candidates(&active[..1]).first().ok_or_else(|| too_small("slab"))?,
             DecompKind::Pencils => {

@@ -40,6 +40,9 @@ pub struct GridSpec {
     pub png: bool,
     /// Threads computing each rank's rows (rayon).
     pub threads_per_rank: usize,
+    /// Write with cache-bypassing stores: `None` decides by field size
+    /// (64 MiB and up), `Some(_)` forces it. Results are identical either way.
+    pub stream_stores: Option<bool>,
 }
 
 impl GridSpec {
@@ -58,6 +61,7 @@ impl GridSpec {
             output_dir: None,
             png: false,
             threads_per_rank: 1,
+            stream_stores: None,
         }
     }
 
@@ -137,9 +141,16 @@ pub fn plan_loads<T: Cell>(
     Ok((d, loads))
 }
 
+/// Fields at least this large (bytes) are written with streaming stores.
+const STREAM_BYTES: usize = 64 << 20;
+/// Rows shorter than this are written with ordinary stores.
+const MIN_STREAM_ROW: usize = 256;
+
 struct Kernel<'a, T, S> {
     stencil: &'a S,
     pool: Option<rayon::ThreadPool>,
+    /// Write rows with cache-bypassing stores (the field is far larger than the caches).
+    streaming: bool,
     _t: std::marker::PhantomData<T>,
 }
 
@@ -149,21 +160,61 @@ impl<T: Cell, S: Stencil<T>> Kernel<'_, T, S> {
             return;
         }
         let ext = src.ext;
+        // Streaming pays on long rows only: each streamed row ends with a
+        // store fence, which would dominate a row of a few cells.
+        let streaming = self.streaming && r.hi[2] - r.lo[2] >= MIN_STREAM_ROW;
         let row = |(i, out): (usize, &mut [T])| {
             let (z, y) = (i / ext[1], i % ext[1]);
             if (r.lo[0]..r.hi[0]).contains(&z) && (r.lo[1]..r.hi[1]).contains(&y) {
-                self.stencil.row(&src.data, ext, z, y, r.lo[2], &mut out[r.lo[2]..r.hi[2]]);
+                let o = &mut out[r.lo[2]..r.hi[2]];
+                if streaming {
+                    self.stencil.row_streaming(&src.data, ext, z, y, r.lo[2], o);
+                } else {
+                    self.stencil.row(&src.data, ext, z, y, r.lo[2], o);
+                }
             }
         };
         // Only the rows of the region: skip straight to them.
         let first = r.lo[0] * ext[1];
         let last = (r.hi[0] - 1) * ext[1] + ext[1];
         let rows = &mut dst[first * ext[2]..last * ext[2]];
-        match &self.pool {
-            Some(pool) => {
-                pool.install(|| rows.par_chunks_mut(ext[2]).enumerate().for_each(|(i, o)| row((i + first, o))))
+        let fence = || {
+            #[cfg(target_arch = "x86_64")]
+            if streaming {
+                crate::stream_store::fence();
             }
-            None => rows.chunks_mut(ext[2]).enumerate().for_each(|(i, o)| row((i + first, o))),
+        };
+        if r.hi[0] - r.lo[0] < 3 {
+            // Batches of 16 rows: one task and one store fence each.
+            let batch = |(b, chunk): (usize, &mut [T])| {
+                for (k, o) in chunk.chunks_mut(ext[2]).enumerate() {
+                    row((first + b * 16 + k, o));
+                }
+                fence();
+            };
+            match &self.pool {
+                Some(pool) => pool.install(|| rows.par_chunks_mut(16 * ext[2]).enumerate().for_each(batch)),
+                None => rows.chunks_mut(16 * ext[2]).enumerate().for_each(batch),
+            }
+            return;
+        }
+        // 3-D: walk the planes one tile of rows at a time, so that the three
+        // planes a row reads stay in cache (spatial blocking).
+        let tile = ((256 << 10) / (3 * ext[2] * std::mem::size_of::<T>()).max(1)).clamp(1, ext[1]);
+        let mut tiles: Vec<Vec<(usize, &mut [T])>> = (0..ext[1].div_ceil(tile)).map(|_| Vec::new()).collect();
+        for (i, o) in rows.chunks_mut(ext[2]).enumerate() {
+            let y = (i + first) % ext[1];
+            if (r.lo[1]..r.hi[1]).contains(&y) {
+                tiles[y / tile].push((i + first, o));
+            }
+        }
+        let run_tile = |t: Vec<(usize, &mut [T])>| {
+            t.into_iter().for_each(&row);
+            fence();
+        };
+        match &self.pool {
+            Some(pool) => pool.install(|| tiles.into_par_iter().for_each(run_tile)),
+            None => tiles.into_iter().for_each(run_tile),
         }
     }
 }
@@ -224,7 +275,8 @@ where
     } else {
         None
     };
-    let kernel = Kernel { stencil, pool, _t: std::marker::PhantomData };
+    let streaming = spec.stream_stores.unwrap_or(std::mem::size_of_val(cur.data.as_slice()) >= STREAM_BYTES);
+    let kernel = Kernel { stencil, pool, streaming, _t: std::marker::PhantomData };
     let owned = cur.owned();
     // Cells inside the physical domain (every halo cell on a periodic axis).
     let mut domain = Region::new([0; 3], cur.ext);
@@ -235,28 +287,33 @@ where
             domain.hi[a] = (h + d.shape()[a] - start).min(cur.ext[a]);
         }
     }
-    let grow = |by: usize, shrink: bool| {
+    let grow = |by: usize| {
         let mut g = owned;
         for a in (0..3).filter(|&a| d.active(a)) {
-            if shrink {
-                g.lo[a] += by;
-                g.hi[a] = g.hi[a].saturating_sub(by).max(g.lo[a]);
-            } else {
-                g.lo[a] -= by;
-                g.hi[a] += by;
-            }
+            g.lo[a] -= by;
+            g.hi[a] += by;
         }
         g
     };
-    let interior = grow(r, true);
+    // The cells that need nothing from other ranks: away from remote faces only.
+    let mut interior = owned;
+    for a in (0..3).filter(|&a| d.active(a)) {
+        if plan.remote_face(a, false) {
+            interior.lo[a] += r;
+        }
+        if plan.remote_face(a, true) {
+            interior.hi[a] = interior.hi[a].saturating_sub(r);
+        }
+        interior.hi[a] = interior.hi[a].max(interior.lo[a]);
+    }
     let mut reductions = Vec::new();
     let mut files = Vec::new();
     let clock = comm.clock();
     for step in 0..spec.steps {
         let j = step as usize % k;
-        let region = grow((k - 1 - j) * r, false).intersect(&domain);
+        let region = grow((k - 1 - j) * r).intersect(&domain);
         if j == 0 && spec.overlap {
-            let pending = clock.in_phase(Phase::Comm, || plan.start(comm, &cur))?;
+            let pending = clock.in_phase(Phase::Comm, || plan.start(comm, &mut cur))?;
             let inner = interior.intersect(&region);
             kernel.compute(&cur, &mut next.data, &inner);
             clock.in_phase(Phase::Comm, || plan.finish(pending, &mut cur))?;

@@ -46,10 +46,15 @@ fn direction_index(d: [i64; 3]) -> u32 {
 /// The messages one rank sends and receives to refresh a halo of width `w`.
 #[derive(Clone, Debug)]
 pub struct HaloPlan {
-    /// (destination, tag, region to pack).
+    /// (destination, tag, region to pack), to other ranks.
     sends: Vec<(usize, u32, Region)>,
-    /// (source, tag, region to fill).
+    /// (source, tag, region to fill), from other ranks.
     recvs: Vec<(usize, u32, Region)>,
+    /// (owned region, halo region) pairs this rank is its own neighbour for
+    /// (a periodic axis it does not share): copied locally, at once.
+    local: Vec<(Region, Region)>,
+    /// Per axis, whether the low / high face has a neighbour on another rank.
+    remote_faces: [[bool; 2]; 3],
     /// (axis, high side?, condition) for the physical edges this rank is on.
     edges: Vec<(usize, bool, Boundary)>,
 }
@@ -99,6 +104,7 @@ impl HaloPlan {
         };
         let mut sends = Vec::new();
         let mut recvs = Vec::new();
+        let mut remote_faces = [[false; 2]; 3];
         let range = |a: usize| if d.active(a) { -1..=1 } else { 0..=0 };
         for d0 in range(0) {
             for d1 in range(1) {
@@ -119,6 +125,10 @@ impl HaloPlan {
                         sends.push((n, TAG_BASE + direction_index(dir), region(true)));
                         let back = [-dir[0], -dir[1], -dir[2]];
                         recvs.push((n, TAG_BASE + direction_index(back), region(false)));
+                        if order == 1 && n != rank {
+                            let a = dir.iter().position(|&x| x != 0).expect("a face direction");
+                            remote_faces[a][usize::from(dir[a] > 0)] = true;
+                        }
                     }
                 }
             }
@@ -136,11 +146,38 @@ impl HaloPlan {
                 edges.push((a, true, boundary[a]));
             }
         }
-        Ok(HaloPlan { sends, recvs, edges })
+        // Messages to oneself become local copies: the halo region that
+        // receives tag t takes the owned region sent with tag t.
+        let mut local = Vec::new();
+        for &(_, tag, to) in recvs.iter().filter(|r| r.0 == rank) {
+            let from = sends.iter().find(|s| s.0 == rank && s.1 == tag).expect("a self send for each self receive").2;
+            local.push((from, to));
+        }
+        sends.retain(|s| s.0 != rank);
+        recvs.retain(|r| r.0 != rank);
+        Ok(HaloPlan { sends, recvs, local, remote_faces, edges })
     }
 
-    /// Packs and sends every outgoing region and posts every receive.
-    pub fn start<C: Comm, T: Cell>(&self, comm: &C, field: &Field<T>) -> Result<Pending<C, T>, GridError> {
+    /// Whether the low (`high = false`) or high face of axis `a` has a
+    /// neighbour on another rank. Interior cells need shrink away only from
+    /// those faces before an overlapped exchange; every other halo cell is
+    /// filled at once by [`start`](Self::start).
+    pub fn remote_face(&self, a: usize, high: bool) -> bool {
+        self.remote_faces[a][usize::from(high)]
+    }
+
+    /// Packs and sends every outgoing region and posts every receive; fills
+    /// the halo parts that need no other rank (periodic self-neighbours,
+    /// physical edges) at once, so that only cells next to remote faces wait.
+    pub fn start<C: Comm, T: Cell>(&self, comm: &C, field: &mut Field<T>) -> Result<Pending<C, T>, GridError> {
+        let mut buf = Vec::new();
+        for (from, to) in &self.local {
+            field.pack(from, &mut buf);
+            field.unpack(to, &buf);
+        }
+        // Provisional: cells that also depend on halos still in flight are
+        // filled again by the caller's `apply_boundary` after `finish`.
+        self.apply_boundary(field);
         let mut recvs = Vec::with_capacity(self.recvs.len());
         for &(src, tag, r) in &self.recvs {
             recvs.push((comm.irecv::<T>(Source::Rank(src), TagMatch::Tag(tag))?, r));
@@ -174,7 +211,7 @@ impl HaloPlan {
         Ok(())
     }
 
-    /// Exchange without overlap: start, then finish.
+    /// Exchange without overlap: start, then finish (apply the boundary after it).
     pub fn exchange<C: Comm, T: Cell>(&self, comm: &C, field: &mut Field<T>) -> Result<(), GridError> {
         let p = self.start(comm, field)?;
         self.finish(p, field)
@@ -189,7 +226,8 @@ impl HaloPlan {
 
     /// What this plan moves, for `parsim run --dry-run`.
     pub fn load<T: Cell>(&self, rank: usize, field: &Field<T>) -> RankLoad {
-        let halo: usize = self.recvs.iter().map(|(_, _, r)| r.cells()).sum();
+        let halo: usize = self.recvs.iter().map(|(_, _, r)| r.cells()).sum::<usize>()
+            + self.local.iter().map(|(_, r)| r.cells()).sum::<usize>();
         let mut nbrs: Vec<usize> = self.recvs.iter().map(|&(s, _, _)| s).filter(|&s| s != rank).collect();
         nbrs.sort_unstable();
         nbrs.dedup();

@@ -16,9 +16,34 @@ use crate::field::Cell;
 use crate::halo::Reach;
 
 /// A float cell type for arithmetic stencils (`f32`, `f64`).
-pub trait Real: Cell + Add<Output = Self> + Sub<Output = Self> + Mul<Output = Self> {}
+pub trait Real: Cell + Add<Output = Self> + Sub<Output = Self> + Mul<Output = Self> {
+    /// Streams a 5-point heat row if this type has a streaming kernel
+    /// (rows: centre, west, east, north, south); returns whether it did.
+    #[doc(hidden)]
+    fn stream_heat5(_rows: [&[Self]; 5], _a: Self, _out: &mut [Self]) -> bool {
+        false
+    }
+    /// Streams a 7-point heat row (centre, west, east, north, south, below, above).
+    #[doc(hidden)]
+    fn stream_heat7(_rows: [&[Self]; 7], _a: Self, _out: &mut [Self]) -> bool {
+        false
+    }
+}
+
 impl Real for f32 {}
-impl Real for f64 {}
+
+impl Real for f64 {
+    #[cfg(target_arch = "x86_64")]
+    fn stream_heat5(rows: [&[f64]; 5], a: f64, out: &mut [f64]) -> bool {
+        crate::stream_store::heat5(rows, a, out);
+        true
+    }
+    #[cfg(target_arch = "x86_64")]
+    fn stream_heat7(rows: [&[f64]; 7], a: f64, out: &mut [f64]) -> bool {
+        crate::stream_store::heat7(rows, a, out);
+        true
+    }
+}
 
 /// The update rule of a grid.
 ///
@@ -33,6 +58,14 @@ pub trait Stencil<T>: Sync {
     fn reach(&self) -> Reach;
     /// Computes one row segment.
     fn row(&self, src: &[T], ext: [usize; 3], z: usize, y: usize, x0: usize, out: &mut [T]);
+
+    /// Like [`row`](Self::row), with stores that bypass the caches, for
+    /// fields far larger than them; must give bit-identical results. The
+    /// engine uses it for large fields and issues the store fence after each
+    /// batch of rows (x86 `sfence`). By default, `row`.
+    fn row_streaming(&self, src: &[T], ext: [usize; 3], z: usize, y: usize, x0: usize, out: &mut [T]) {
+        self.row(src, ext, z, y, x0, out)
+    }
 }
 
 /// The cells around one cell, for [`CellFn`].

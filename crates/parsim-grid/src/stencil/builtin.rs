@@ -33,6 +33,21 @@ impl<T: Real> Stencil<T> for Heat5<T> {
             *o = m + a * (no + so + w + e - four * m);
         }
     }
+
+    fn row_streaming(&self, s: &[T], ext: [usize; 3], z: usize, y: usize, x0: usize, out: &mut [T]) {
+        let n = out.len();
+        let c = at(ext, z, y) + x0;
+        let rows = [
+            &s[c..c + n],
+            &s[c - 1..c - 1 + n],
+            &s[c + 1..c + 1 + n],
+            &s[c - ext[2]..c - ext[2] + n],
+            &s[c + ext[2]..c + ext[2] + n],
+        ];
+        if !T::stream_heat5(rows, self.alpha, out) {
+            self.row(s, ext, z, y, x0, out);
+        }
+    }
 }
 
 /// 3-D explicit heat diffusion, 7-point: `u + α (Σ six neighbours − 6u)`.
@@ -60,6 +75,24 @@ impl<T: Real> Stencil<T> for Heat7<T> {
         let it = out.iter_mut().zip(mid).zip(west).zip(east).zip(north).zip(south).zip(below).zip(above);
         for (((((((o, &m), &w), &e), &no), &so), &b), &up) in it {
             *o = m + a * (no + so + w + e + b + up - six * m);
+        }
+    }
+
+    fn row_streaming(&self, s: &[T], ext: [usize; 3], z: usize, y: usize, x0: usize, out: &mut [T]) {
+        let n = out.len();
+        let c = at(ext, z, y) + x0;
+        let plane = ext[1] * ext[2];
+        let rows = [
+            &s[c..c + n],
+            &s[c - 1..c - 1 + n],
+            &s[c + 1..c + 1 + n],
+            &s[c - ext[2]..c - ext[2] + n],
+            &s[c + ext[2]..c + ext[2] + n],
+            &s[c - plane..c - plane + n],
+            &s[c + plane..c + plane + n],
+        ];
+        if !T::stream_heat7(rows, self.alpha, out) {
+            self.row(s, ext, z, y, x0, out);
         }
     }
 }

@@ -91,3 +91,28 @@ fn one_dimensional_grids_work_too() {
         &noise,
     );
 }
+
+#[test]
+fn streaming_stores_give_the_same_field() {
+    for (size, k) in [(vec![40usize, 37], 1usize), (vec![13, 11, 17], 2)] {
+        let mut spec = GridSpec::new(size.clone(), 7);
+        spec.boundary = vec![Boundary::Dirichlet(0.5)];
+        spec.deep_halo = k;
+        spec.stream_stores = Some(false);
+        let run = |spec: &GridSpec, p: usize| {
+            if size.len() == 2 {
+                run_on(p, spec, &Heat5 { alpha: 0.2 }, &noise).digest
+            } else {
+                run_on(p, spec, &Heat7 { alpha: 0.1 }, &noise).digest
+            }
+        };
+        let plain = run(&spec, 1);
+        spec.stream_stores = Some(true);
+        for p in [1, 2, 3] {
+            assert_eq!(run(&spec, p), plain, "{size:?} streamed on {p} ranks");
+            spec.threads_per_rank = 2;
+            assert_eq!(run(&spec, p), plain, "{size:?} streamed on {p} ranks, 2 threads");
+            spec.threads_per_rank = 1;
+        }
+    }
+}
