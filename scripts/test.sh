@@ -3,8 +3,9 @@
 # (Open MPI and libclang, with apt-get), then runs, in order:
 #   cargo fmt --check, cargo clippy -D warnings, the whole test suite on the
 #   threads backend, the Comm semantics suite under mpirun -n 1/2/4, a
-#   panicking rank under mpirun, the CLI tests with MPI, and the README's
-#   main command on both backends with a digest comparison.
+#   panicking rank under mpirun, the grid digest suite under mpirun -n 2/4,
+#   the CLI tests with MPI, and the README's main command on both backends
+#   with a digest comparison.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 step() { printf '\n==> %s\n' "$*"; }
@@ -64,7 +65,14 @@ echo "$out" | grep -q "rank 1 failed: panicked: deliberate failure at step 10" \
   || { echo "the failing rank's message is missing:"; echo "$out"; exit 1; }
 echo "job ended with rc=$rc and the failing rank's message"
 
-step "CLI tests with the MPI backend compiled in (ring digest under mpirun -n 1/2/4)"
+step "building the grid digest suite for MPI"
+cargo build -p parsim-grid --features mpi --example mpi_grid
+for n in 2 4; do
+  step "grid digests (every stencil, boundary, decomposition, overlap, deep halo, threads) under mpirun -n $n"
+  mpirun_ -n "$n" target/debug/examples/mpi_grid
+done
+
+step "CLI tests with the MPI backend compiled in (ring and grid digests under mpirun -n 1/2/4)"
 cargo test -p parsim-cli --features mpi
 
 # ---------------------------------------------------------------- the README's command
