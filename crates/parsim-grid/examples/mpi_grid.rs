@@ -30,8 +30,8 @@ fn suite<C: Comm, T: Cell, S: Stencil<T>>(
         base.boundary = vec![b];
         base.reduce_every = 3;
         // The reference: one rank of the threads backend, in this process.
-        let reference: Digest = launch(1, |c| run(&c, &base, stencil, init, &mut |_| {}).map(|r| r.digest))
-            .map_err(|e| e.to_string())?[0];
+        let reference: Digest =
+            launch(1, |c| run(&c, &base, stencil, init, &mut |_| {}).map(|r| r.digest)).map_err(|e| e.to_string())?[0];
         for kind in [DecompKind::Auto, DecompKind::Slabs, DecompKind::Pencils, DecompKind::Blocks] {
             for overlap in [true, false] {
                 for k in [1, 2, 4] {

@@ -105,56 +105,22 @@ fn bad_grids_exit_2_naming_the_key() {
 #[cfg(feature = "mpi")]
 #[test]
 fn grid_digests_under_mpirun_equal_threads() {
-    use std::process::{Command, Stdio};
     let dir = tmp("grid-mpi");
+    let common = ["--set", "grid.steps=10", "--set", "grid.png=false", "--set", "grid.output_every=0"];
     for (file, extra) in [
         ("scenarios/heat2d.toml", vec!["--set", "grid.size=[90, 70]", "--set", "grid.deep_halo=2"]),
         ("scenarios/heat3d.toml", vec!["--set", "grid.size=[20, 16, 18]", "--set", "grid.boundary=\"dirichlet\""]),
         ("scenarios/life.toml", vec!["--set", "grid.size=[64, 64]", "--set", "grid.init=\"random\""]),
     ] {
-        let mut a = vec![
-            file,
-            "--ranks",
-            "1",
-            "--set",
-            "grid.steps=10",
-            "--set",
-            "grid.png=false",
-            "--set",
-            "grid.output_every=0",
-        ];
+        let mut a = vec![file, "--ranks", "1"];
+        a.extend_from_slice(&common);
         a.extend_from_slice(&extra);
         let want = run_summary(&a, &dir.join("t"))["digest"].as_str().expect("digest").to_string();
         for n in ["1", "2", "4"] {
-            let out = dir.join(format!("m{n}"));
-            let out_s = out.to_str().expect("path").to_string();
-            let mut args = vec!["--allow-run-as-root", "--oversubscribe", "-n", n, env!("CARGO_BIN_EXE_parsim"), "run"];
-            args.extend_from_slice(&[
-                file,
-                "--backend",
-                "mpi",
-                "--out",
-                &out_s,
-                "--set",
-                "grid.steps=10",
-                "--set",
-                "grid.png=false",
-                "--set",
-                "grid.output_every=0",
-            ]);
+            let mut args = vec!["run", file];
+            args.extend_from_slice(&common);
             args.extend_from_slice(&extra);
-            let o = Command::new("mpirun")
-                .args(&args)
-                .env("OMPI_MCA_plm", "isolated")
-                .current_dir(crate::support::root())
-                .stdin(Stdio::null())
-                .output()
-                .expect("mpirun");
-            assert!(o.status.success(), "{file} mpirun -n {n}: {}", String::from_utf8_lossy(&o.stderr));
-            let s: serde_json::Value =
-                serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).expect("summary"))
-                    .expect("json");
-            assert_eq!(s["ranks"].as_u64(), Some(n.parse().expect("n")));
+            let s = crate::support::mpirun_summary(n, &args, &dir.join(format!("m{n}")));
             assert_eq!(s["digest"].as_str(), Some(want.as_str()), "{file} under mpirun -n {n}");
         }
     }

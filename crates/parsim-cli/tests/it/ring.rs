@@ -79,42 +79,12 @@ fn summary_has_every_field_of_the_contract() {
 #[cfg(feature = "mpi")]
 #[test]
 fn ring_digest_under_mpirun_1_2_4_equals_threads() {
-    use std::process::{Command, Stdio};
     let dir = tmp("ring-mpi");
     let (want, _) = digest_at(1, &dir);
     for n in ["1", "2", "4"] {
-        let out = dir.join(format!("mpi{n}"));
-        let mut args = vec![
-            "--allow-run-as-root",
-            "--oversubscribe",
-            "-n",
-            n,
-            env!("CARGO_BIN_EXE_parsim"),
-            "run",
-            "scenarios/ring.toml",
-            "--backend",
-            "mpi",
-            "--out",
-        ];
-        let out_s = out.to_str().expect("path").to_string();
-        args.push(&out_s);
+        let mut args = vec!["run", "scenarios/ring.toml"];
         args.extend_from_slice(&SMALL);
-        let o = Command::new("mpirun")
-            .args(&args)
-            .env("OMPI_MCA_plm", "isolated")
-            .current_dir(crate::support::root())
-            .stdin(Stdio::null())
-            .output()
-            .expect("mpirun on PATH");
-        assert!(o.status.success(), "mpirun -n {n} failed: {}", String::from_utf8_lossy(&o.stderr));
-        let s: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).expect("summary")).expect("json");
-        assert_eq!(s["backend"], "mpi");
-        assert_eq!(
-            s["ranks"].as_u64(),
-            Some(n.parse().expect("n")),
-            "world size: is parsim linked to another MPI than mpirun?"
-        );
+        let s = crate::support::mpirun_summary(n, &args, &dir.join(format!("mpi{n}")));
         assert_eq!(s["digest"].as_str(), Some(want.as_str()), "mpirun -n {n}");
     }
 }

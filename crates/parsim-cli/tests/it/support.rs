@@ -29,8 +29,7 @@ pub fn run_summary(args: &[&str], out: &Path) -> serde_json::Value {
     a.extend_from_slice(&["--out", out_s]);
     let o = parsim(&a);
     assert!(o.status.success(), "parsim {a:?} failed: {}", String::from_utf8_lossy(&o.stderr));
-    let text = std::fs::read_to_string(out.join("summary.json")).expect("summary.json");
-    serde_json::from_str(&text).expect("summary.json is JSON")
+    read_summary(out)
 }
 
 /// Writes a scenario file and returns its path.
@@ -38,4 +37,36 @@ pub fn scenario(dir: &Path, name: &str, text: &str) -> PathBuf {
     let p = dir.join(name);
     std::fs::write(&p, text).expect("write scenario");
     p
+}
+
+/// Reads `DIR/summary.json`.
+pub fn read_summary(dir: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(dir.join("summary.json")).expect("summary.json");
+    serde_json::from_str(&text).expect("summary.json is JSON")
+}
+
+/// Runs `mpirun -n N parsim ARGS` (as root, oversubscribed, without ssh) in the
+/// workspace root and returns the summary it wrote to `out`.
+#[cfg(feature = "mpi")]
+pub fn mpirun_summary(n: &str, args: &[&str], out: &Path) -> serde_json::Value {
+    use std::process::Stdio;
+    let out_s = out.to_str().expect("utf-8 path");
+    let o = Command::new("mpirun")
+        .args(["--allow-run-as-root", "--oversubscribe", "-n", n, env!("CARGO_BIN_EXE_parsim")])
+        .args(args)
+        .args(["--backend", "mpi", "--out", out_s])
+        .env("OMPI_MCA_plm", "isolated")
+        .current_dir(root())
+        .stdin(Stdio::null())
+        .output()
+        .expect("mpirun on PATH");
+    assert!(o.status.success(), "mpirun -n {n} {args:?} failed: {}", String::from_utf8_lossy(&o.stderr));
+    let s = read_summary(out);
+    assert_eq!(
+        s["ranks"].as_u64(),
+        Some(n.parse().expect("n")),
+        "world size: is parsim linked to another MPI than mpirun?"
+    );
+    assert_eq!(s["backend"], "mpi");
+    s
 }
