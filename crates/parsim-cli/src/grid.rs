@@ -243,14 +243,13 @@ fn life_init(init: Init, seed: u64) -> impl Fn([usize; 3]) -> u8 + Sync {
         cells(p).into_iter().map(|(r, c)| (r + at, c + at)).collect()
     };
     let (glider, gun) = (placed(&GLIDER, 1), placed(&GOSPER_GUN, 8));
+    let key = StreamKey::new(seed).purpose("grid.init");
     move |g: [usize; 3]| -> u8 {
         let (y, x) = (g[1], g[2]);
         match init {
             Init::Glider => u8::from(glider.contains(&(y, x))),
             Init::Gun => u8::from(gun.contains(&(y, x))),
-            _ => u8::from(
-                StreamKey::new(seed).purpose("grid.init").with(y as u64).with(x as u64).stream().bernoulli(0.3),
-            ),
+            _ => u8::from(key.with(y as u64).with(x as u64).stream().bernoulli(0.3)),
         }
     }
 }
