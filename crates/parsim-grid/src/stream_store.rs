@@ -195,3 +195,45 @@ pub(crate) fn fence() {
     // SAFETY: SSE is part of the x86-64 baseline.
     unsafe { std::arch::x86_64::_mm_sfence() };
 }
+
+#[cfg(all(test, target_arch = "x86_64"))]
+mod tests {
+    use super::*;
+
+    fn rows(n: usize, k: usize) -> Vec<Vec<f64>> {
+        (0..k).map(|r| (0..n).map(|i| ((i * 7 + r * 13) % 17) as f64 * 0.37 - 2.0).collect()).collect()
+    }
+
+    /// Both vector bodies give the scalar kernel's bits, for every length and
+    /// every alignment of the output (head, body and tail paths).
+    #[test]
+    fn sse2_and_avx2_bodies_match_the_scalar_rows() {
+        let a = 0.21;
+        for n in 0..40 {
+            for offset in 0..4 {
+                let r = rows(n, 7);
+                let want5: Vec<f64> =
+                    (0..n).map(|i| r[0][i] + a * (r[3][i] + r[4][i] + r[1][i] + r[2][i] - 4.0 * r[0][i])).collect();
+                let want7: Vec<f64> = (0..n)
+                    .map(|i| r[0][i] + a * (r[3][i] + r[4][i] + r[1][i] + r[2][i] + r[5][i] + r[6][i] - 6.0 * r[0][i]))
+                    .collect();
+                let mut buf = vec![0.0; n + offset];
+                let five = [&r[0][..], &r[1], &r[2], &r[3], &r[4]];
+                let seven = [&r[0][..], &r[1], &r[2], &r[3], &r[4], &r[5], &r[6]];
+                heat5_sse2(five, a, &mut buf[offset..]);
+                assert_eq!(&buf[offset..], &want5[..], "sse2 heat5 n={n} offset={offset}");
+                heat7_sse2(seven, a, &mut buf[offset..]);
+                assert_eq!(&buf[offset..], &want7[..], "sse2 heat7 n={n} offset={offset}");
+                if std::arch::is_x86_feature_detected!("avx2") {
+                    // SAFETY: AVX2 is available (checked).
+                    unsafe { heat5_avx2(five, a, &mut buf[offset..]) };
+                    assert_eq!(&buf[offset..], &want5[..], "avx2 heat5 n={n} offset={offset}");
+                    // SAFETY: as above.
+                    unsafe { heat7_avx2(seven, a, &mut buf[offset..]) };
+                    assert_eq!(&buf[offset..], &want7[..], "avx2 heat7 n={n} offset={offset}");
+                }
+                fence();
+            }
+        }
+    }
+}
