@@ -17,15 +17,11 @@ use crate::halo::Reach;
 
 /// A float cell type for arithmetic stencils (`f32`, `f64`).
 pub trait Real: Cell + Add<Output = Self> + Sub<Output = Self> + Mul<Output = Self> {
-    /// Streams a 5-point heat row if this type has a streaming kernel
-    /// (rows: centre, west, east, north, south); returns whether it did.
+    /// Streams one heat row, `m + a (Σ nbrs − c m)` with the neighbours
+    /// summed in the given order, if this type has a streaming kernel;
+    /// returns whether it did.
     #[doc(hidden)]
-    fn stream_heat5(_rows: [&[Self]; 5], _a: Self, _out: &mut [Self]) -> bool {
-        false
-    }
-    /// Streams a 7-point heat row (centre, west, east, north, south, below, above).
-    #[doc(hidden)]
-    fn stream_heat7(_rows: [&[Self]; 7], _a: Self, _out: &mut [Self]) -> bool {
+    fn stream_heat<const K: usize>(_mid: &[Self], _nbrs: [&[Self]; K], _a: Self, _c: f64, _out: &mut [Self]) -> bool {
         false
     }
 }
@@ -34,13 +30,8 @@ impl Real for f32 {}
 
 impl Real for f64 {
     #[cfg(target_arch = "x86_64")]
-    fn stream_heat5(rows: [&[f64]; 5], a: f64, out: &mut [f64]) -> bool {
-        crate::stream_store::heat5(rows, a, out);
-        true
-    }
-    #[cfg(target_arch = "x86_64")]
-    fn stream_heat7(rows: [&[f64]; 7], a: f64, out: &mut [f64]) -> bool {
-        crate::stream_store::heat7(rows, a, out);
+    fn stream_heat<const K: usize>(mid: &[f64], nbrs: [&[f64]; K], a: f64, c: f64, out: &mut [f64]) -> bool {
+        crate::stream_store::heat(mid, nbrs, a, c, out);
         true
     }
 }

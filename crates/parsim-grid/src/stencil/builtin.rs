@@ -37,14 +37,13 @@ impl<T: Real> Stencil<T> for Heat5<T> {
     fn row_streaming(&self, s: &[T], ext: [usize; 3], z: usize, y: usize, x0: usize, out: &mut [T]) {
         let n = out.len();
         let c = at(ext, z, y) + x0;
-        let rows = [
-            &s[c..c + n],
-            &s[c - 1..c - 1 + n],
-            &s[c + 1..c + 1 + n],
+        let nbrs = [
             &s[c - ext[2]..c - ext[2] + n],
             &s[c + ext[2]..c + ext[2] + n],
+            &s[c - 1..c - 1 + n],
+            &s[c + 1..c + 1 + n],
         ];
-        if !T::stream_heat5(rows, self.alpha, out) {
+        if !T::stream_heat(&s[c..c + n], nbrs, self.alpha, 4.0, out) {
             self.row(s, ext, z, y, x0, out);
         }
     }
@@ -82,16 +81,15 @@ impl<T: Real> Stencil<T> for Heat7<T> {
         let n = out.len();
         let c = at(ext, z, y) + x0;
         let plane = ext[1] * ext[2];
-        let rows = [
-            &s[c..c + n],
-            &s[c - 1..c - 1 + n],
-            &s[c + 1..c + 1 + n],
+        let nbrs = [
             &s[c - ext[2]..c - ext[2] + n],
             &s[c + ext[2]..c + ext[2] + n],
+            &s[c - 1..c - 1 + n],
+            &s[c + 1..c + 1 + n],
             &s[c - plane..c - plane + n],
             &s[c + plane..c + plane + n],
         ];
-        if !T::stream_heat7(rows, self.alpha, out) {
+        if !T::stream_heat(&s[c..c + n], nbrs, self.alpha, 6.0, out) {
             self.row(s, ext, z, y, x0, out);
         }
     }
