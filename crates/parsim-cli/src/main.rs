@@ -39,7 +39,7 @@ enum Command {
         /// threads (default) or mpi (run under mpirun).
         #[arg(long)]
         backend: Option<String>,
-        /// Output directory (default: out/<scenario name>).
+        /// Output directory (default: out/NAME, NAME being the scenario file name without .toml).
         #[arg(long)]
         out: Option<PathBuf>,
         /// Write a Chrome/Perfetto trace of every rank's phases to FILE.
