@@ -288,8 +288,8 @@ fn go<C: Comm, T: Cell, S: Stencil<T>>(
     let mut spec = cfg.spec.clone();
     spec.output_dir = Some(out.to_path_buf());
     if comm.rank() == 0 && ctx.progress {
-        let (r, reach) = cfg.radius_reach();
-        let (d, _) = plan_loads::<T>(&spec, comm.size(), r, reach)?;
+        // Only the process grid is printed: no need to plan every rank's halo.
+        let d = spec.decompose(comm.size(), cfg.radius_reach().0)?;
         eprintln!("decomposition: {d}");
     }
     let mut progress = Progress::new("grid steps", spec.steps, comm.rank() != 0 || !ctx.progress);
