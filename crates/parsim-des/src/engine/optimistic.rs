@@ -1,0 +1,507 @@
+//! Time Warp. Each rank executes its LPs' events as fast as it can, in
+//! [`Order`]; an event that arrives in an LP's past (a straggler) rolls the
+//! LP back — to a saved copy of its state and forward again without sending,
+//! or by reverse computation — and every event it sent in error is cancelled
+//! with an anti-message (aggressive cancellation), which may roll back
+//! further LPs. GVT ([`gvt`], Mattern's algorithm, or a synchronous variant)
+//! bounds how far back a rollback can reach: events before it are committed
+//! (digest, `on_commit` in order) and their history freed. A limit on
+//! uncommitted events throttles a rank that runs too far ahead: it then only
+//! executes the event at GVT — which nothing can roll back — until GVT
+//! catches up, so memory stays bounded and the run still progresses.
+
+mod gvt;
+mod history;
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use bytemuck::Pod;
+use parsim_comm::{Comm, ReduceOp, Source, TagMatch};
+use parsim_core::rng::{Stream, StreamKey};
+
+use super::{fail_everywhere, finish, init_lps, words_per_event, Commits, Limits, LpMap, Outbox, Report, DES_TAG, ERROR_TAG};
+use crate::config::{GvtAlgorithm, StateSaving};
+use crate::error::Result;
+use crate::model::{time_key, Event, Model, Order};
+use crate::queue::{Pending, PendingSet};
+use crate::stats::DesStats;
+use crate::{DesConfig, ProgressFn};
+use gvt::{Mattern, Token};
+use history::{History, Saving};
+
+const EVENTS: u64 = 1;
+const TOKEN: u64 = 2;
+const GVT: u64 = 3;
+const SYNC_START: u64 = 4;
+/// Marks an anti-message record (in the `seq` word; sequence numbers stay below 2^63).
+const ANTI: u64 = 1 << 63;
+
+pub(crate) fn run<C: Comm, M: Model>(
+    comm: &C,
+    model: &M,
+    cfg: &DesConfig,
+    progress: &mut ProgressFn<'_>,
+) -> Result<Report<M::State>> {
+    let t0 = Instant::now();
+    let map = LpMap::new(model, comm.size(), comm.rank())?;
+    let mut tw = match TimeWarp::new(comm, model, cfg, &map) {
+        Ok(tw) => tw,
+        Err(e) => return Err(fail_everywhere(comm, e)),
+    };
+    if let Err(e) = tw.main(progress) {
+        return Err(fail_everywhere(comm, e));
+    }
+    tw.outbox.flush()?;
+    let mut stats = std::mem::take(&mut tw.stats);
+    stats.committed = tw.commits.count;
+    stats.total_s = t0.elapsed().as_secs_f64();
+    let lps = tw.lps.into_iter().map(|h| h.lp).collect();
+    finish(comm, stats, &tw.commits, &map, lps)
+}
+
+/// The identity of an event for cancellation: its order, destination and payload.
+type EventKey = (Order, u32, u64);
+
+fn event_key<P: Pod>(ev: &Event<P>) -> EventKey {
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for b in bytemuck::bytes_of(&ev.payload) {
+        h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    (ev.order(), ev.dest, h)
+}
+
+struct TimeWarp<'a, C: Comm, M: Model> {
+    comm: &'a C,
+    model: &'a M,
+    cfg: &'a DesConfig,
+    map: &'a LpMap,
+    lim: Limits,
+    saving: Saving,
+    lps: Vec<History<M::State, M::Payload>>,
+    pending: Pending<M::Payload>,
+    /// Pending events cancelled by anti-messages, removed when they reach the top.
+    cancelled: HashMap<EventKey, u32>,
+    /// Outgoing records per rank (header word reserved).
+    parts: Vec<Vec<u64>>,
+    outbox: Outbox<C>,
+    gvt: Mattern,
+    uncommitted: u64,
+    commits: Commits,
+    commit_buf: Vec<Event<M::Payload>>,
+    stats: DesStats,
+    finished: bool,
+    since_round: u64,
+    chaos: Option<Stream>,
+    // Scratch buffers.
+    out: Vec<Event<M::Payload>>,
+    reinsert: Vec<Event<M::Payload>>,
+    antis: Vec<Event<M::Payload>>,
+    scratch: Vec<Event<M::Payload>>,
+}
+
+impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
+    fn new(comm: &'a C, model: &'a M, cfg: &'a DesConfig, map: &'a LpMap) -> Result<Self> {
+        let (p, me) = (comm.size(), comm.rank());
+        let lim = Limits::new(model, false);
+        let saving =
+            Saving { every: u64::from(cfg.checkpoint_every), reverse: cfg.state_saving == StateSaving::Reverse };
+        let mut tw = TimeWarp {
+            comm,
+            model,
+            cfg,
+            map,
+            lim,
+            saving,
+            lps: Vec::new(),
+            pending: Pending::default(),
+            cancelled: HashMap::new(),
+            parts: vec![vec![EVENTS]; p],
+            outbox: Outbox::new(),
+            gvt: Mattern::new(p, me),
+            uncommitted: 0,
+            commits: Commits::default(),
+            commit_buf: Vec::new(),
+            stats: DesStats::default(),
+            finished: false,
+            since_round: 0,
+            chaos: (cfg.chaos != 0).then(|| StreamKey::new(cfg.chaos).purpose("parsim.des.chaos").with(me as u64).stream()),
+            out: Vec::new(),
+            reinsert: Vec::new(),
+            antis: Vec::new(),
+            scratch: Vec::new(),
+        };
+        let mut out = Vec::new();
+        let lps = init_lps(model, map, cfg.seed, lim, &mut out)?;
+        tw.lps = lps.into_iter().zip(&map.mine).map(|(lp, &id)| History::new(lp, id)).collect();
+        for ev in out {
+            tw.route(ev)?;
+        }
+        Ok(tw)
+    }
+
+    fn me(&self) -> usize {
+        self.comm.rank()
+    }
+
+    /// Sends a new event where it belongs.
+    fn route(&mut self, ev: Event<M::Payload>) -> Result<()> {
+        let r = self.map.owner[ev.dest as usize] as usize;
+        if r == self.me() {
+            self.deliver(ev)
+        } else {
+            self.stats.remote_events += 1;
+            self.put(r, &ev, false)
+        }
+    }
+
+    /// Appends a record for rank `r`, sending the buffer when it is full.
+    fn put(&mut self, r: usize, ev: &Event<M::Payload>, anti: bool) -> Result<()> {
+        self.gvt.note_order(ev.order());
+        let buf = &mut self.parts[r];
+        super::put_event(buf, ev);
+        if anti {
+            let at = buf.len() - words_per_event::<M::Payload>() + 2;
+            buf[at] |= ANTI;
+        }
+        if buf.len() >= 1 + self.cfg.batch as usize * words_per_event::<M::Payload>() {
+            self.flush_to(r)?;
+        }
+        Ok(())
+    }
+
+    fn flush_to(&mut self, r: usize) -> Result<()> {
+        if self.parts[r].len() <= 1 {
+            return Ok(());
+        }
+        let mut body = std::mem::replace(&mut self.parts[r], vec![EVENTS]);
+        body[0] = EVENTS | (self.gvt.epoch << 8);
+        self.gvt.note_sent(r);
+        self.stats.messages += 1;
+        self.outbox.send(self.comm, r, body)
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        for r in 0..self.comm.size() {
+            self.flush_to(r)?;
+        }
+        Ok(())
+    }
+
+    /// A positive event for a local LP: roll the LP back if it is a straggler.
+    fn deliver(&mut self, ev: Event<M::Payload>) -> Result<()> {
+        let x = self.map.local[ev.dest as usize] as usize;
+        if self.lps[x].last().is_some_and(|l| l > ev.order()) {
+            self.stats.rollbacks_primary += 1;
+            self.rollback(x, ev.order(), None)?;
+        }
+        self.pending.push(ev);
+        Ok(())
+    }
+
+    /// An anti-message for a local LP: annihilate its positive.
+    fn annihilate(&mut self, anti: Event<M::Payload>) -> Result<()> {
+        let x = self.map.local[anti.dest as usize] as usize;
+        let o = anti.order();
+        let executed = self.lps[x].done.iter().rev().take_while(|d| d.ev.order() >= o).any(|d| d.ev.order() == o);
+        if executed {
+            self.stats.rollbacks_secondary += 1;
+            self.rollback(x, o, Some(o))?;
+        } else {
+            *self.cancelled.entry(event_key(&anti)).or_insert(0) += 1;
+        }
+        Ok(())
+    }
+
+    /// Rolls LP `x` back to before `to`, cancelling what it sent; cascades
+    /// through local LPs without recursion.
+    fn rollback(&mut self, x: usize, to: Order, drop: Option<Order>) -> Result<()> {
+        let mut reinsert = std::mem::take(&mut self.reinsert);
+        let mut antis = std::mem::take(&mut self.antis);
+        let (undone, coasted) = self.lps[x].rollback(
+            self.model,
+            to,
+            drop,
+            self.saving,
+            self.lim,
+            &mut reinsert,
+            &mut antis,
+            &mut self.scratch,
+        )?;
+        self.stats.rolled_back += undone;
+        self.stats.coasted += coasted;
+        self.uncommitted -= undone;
+        for ev in reinsert.drain(..) {
+            self.pending.push(ev);
+        }
+        let mut result = Ok(());
+        for a in antis.drain(..) {
+            self.stats.anti_messages += 1;
+            let r = self.map.owner[a.dest as usize] as usize;
+            result = if r == self.me() { self.annihilate(a) } else { self.put(r, &a, true) };
+            if result.is_err() {
+                break;
+            }
+        }
+        self.reinsert = reinsert;
+        self.antis = antis;
+        result
+    }
+
+    /// The earliest pending event that has not been cancelled.
+    fn peek_live(&mut self) -> Option<Event<M::Payload>> {
+        loop {
+            let ev = *self.pending.peek()?;
+            if self.cancelled.is_empty() {
+                return Some(ev);
+            }
+            let k = event_key(&ev);
+            match self.cancelled.get_mut(&k) {
+                None => return Some(ev),
+                Some(n) => {
+                    *n -= 1;
+                    if *n == 0 {
+                        self.cancelled.remove(&k);
+                    }
+                    self.pending.pop();
+                }
+            }
+        }
+    }
+
+    fn lvt(&mut self) -> Order {
+        self.peek_live().map_or(Order::MAX, |e| e.order())
+    }
+
+    /// Executes up to `n` events; returns how many.
+    fn process(&mut self, n: u32) -> Result<u32> {
+        let horizon = if self.cfg.window.is_finite() {
+            time_key(self.gvt.gvt.time_f64() + self.cfg.window)
+        } else {
+            u64::MAX
+        };
+        let mut done = 0;
+        while done < n {
+            let Some(ev) = self.peek_live() else { break };
+            let o = ev.order();
+            if o.time >= horizon && o != self.gvt.gvt {
+                break;
+            }
+            if self.uncommitted >= self.cfg.memory_limit && o != self.gvt.gvt {
+                self.stats.throttled += 1;
+                break;
+            }
+            self.pending.pop();
+            let x = self.map.local[ev.dest as usize] as usize;
+            let mut out = std::mem::take(&mut self.out);
+            let r = self.lps[x].process(self.model, ev, self.saving, self.lim, &mut out);
+            self.stats.processed += 1;
+            self.uncommitted += 1;
+            let mut result = r;
+            for e in out.drain(..) {
+                if result.is_ok() {
+                    result = self.route(e);
+                }
+            }
+            self.out = out;
+            result?;
+            done += 1;
+        }
+        self.stats.peak_uncommitted = self.stats.peak_uncommitted.max(self.uncommitted);
+        self.stats.peak_pending = self.stats.peak_pending.max(self.pending.len() as u64);
+        Ok(done)
+    }
+
+    /// Handles one message.
+    fn handle(&mut self, source: usize, w: Vec<u64>) -> Result<()> {
+        match w[0] & 0xff {
+            EVENTS => {
+                self.gvt.note_received(w[0] >> 8);
+                let words = words_per_event::<M::Payload>();
+                for rec in w[1..].chunks_exact(words) {
+                    let anti = rec[2] & ANTI != 0;
+                    let mut ev = super::decode_event::<M::Payload>(rec);
+                    ev.seq &= !ANTI;
+                    if anti {
+                        self.annihilate(ev)?;
+                    } else {
+                        self.deliver(ev)?;
+                    }
+                }
+            }
+            TOKEN => {
+                let t = Token::decode(&w);
+                if t.pass == 1 {
+                    self.flush()?;
+                    if let Some(t) = self.gvt.first_pass(t) {
+                        self.send_control(self.gvt.next(), t.encode(TOKEN))?;
+                    }
+                } else if self.me() == 0 {
+                    self.new_gvt(t.min)?;
+                    for r in 1..self.comm.size() {
+                        let m = vec![GVT, t.min.time, u64::from(t.min.src), t.min.seq];
+                        self.send_control(r, m)?;
+                    }
+                } else {
+                    self.gvt.waiting = Some(t);
+                }
+            }
+            GVT => self.new_gvt(Order { time: w[1], src: w[2] as u32, seq: w[3] })?,
+            SYNC_START => self.sync_gvt()?,
+            k => panic!("unknown Time Warp message kind {k} from rank {source}"),
+        }
+        Ok(())
+    }
+
+    fn send_control(&mut self, r: usize, words: Vec<u64>) -> Result<()> {
+        self.stats.messages += 1;
+        self.outbox.send(self.comm, r, words)
+    }
+
+    /// Receives what has arrived (blocking for the first message if `block`).
+    fn poll(&mut self, block: bool) -> Result<bool> {
+        let mut got = false;
+        loop {
+            let st = if block && !got {
+                Some(self.comm.probe(Source::Any, TagMatch::Any)?)
+            } else {
+                self.comm.iprobe(Source::Any, TagMatch::Any)?
+            };
+            let Some(st) = st else { break };
+            got = true;
+            if st.tag == ERROR_TAG {
+                return Err(super::remote_error(self.comm, st.source));
+            }
+            let msg = self.comm.recv::<u64>(Source::Rank(st.source), TagMatch::Tag(DES_TAG))?;
+            self.handle(st.source, msg.data)?;
+            if self.finished {
+                break;
+            }
+        }
+        // A held second-pass token goes on once this rank has all its messages.
+        if self.gvt.waiting.is_some() {
+            let lvt = self.lvt();
+            if let Some(t) = self.gvt.second_pass(lvt) {
+                self.send_control(self.gvt.next(), t.encode(TOKEN))?;
+            }
+        }
+        Ok(got)
+    }
+
+    /// A new GVT: commit and free everything before it.
+    fn new_gvt(&mut self, g: Order) -> Result<()> {
+        self.gvt.gvt = g;
+        self.gvt.open = false;
+        self.stats.gvt_rounds += 1;
+        self.since_round = 0;
+        let wants = self.model.wants_commits();
+        let (commits, buf) = (&mut self.commits, &mut self.commit_buf);
+        let mut n = 0;
+        for h in &mut self.lps {
+            n += h.fossil(g, self.saving, |ev| {
+                commits.add(ev);
+                if wants {
+                    buf.push(*ev);
+                }
+            });
+        }
+        self.uncommitted -= n;
+        if wants {
+            buf.sort_unstable_by_key(Event::order);
+            for ev in buf.drain(..) {
+                self.model.on_commit(&ev);
+            }
+        }
+        let bytes = self.uncommitted
+            * (std::mem::size_of::<Event<M::Payload>>() * 2 + 24 + std::mem::size_of::<M::State>() / self.saving.every.max(1) as usize) as u64
+            + self.pending.len() as u64 * std::mem::size_of::<Event<M::Payload>>() as u64;
+        self.stats.peak_memory_bytes = self.stats.peak_memory_bytes.max(bytes);
+        if g == Order::MAX {
+            self.finished = true;
+        }
+        Ok(())
+    }
+
+    /// Rank 0: starts a GVT round.
+    fn start_round(&mut self) -> Result<()> {
+        if self.comm.size() == 1 {
+            let lvt = self.lvt();
+            return self.new_gvt(lvt);
+        }
+        match self.cfg.gvt {
+            GvtAlgorithm::Mattern => {
+                self.flush()?;
+                let t = self.gvt.start();
+                self.send_control(1, t.encode(TOKEN))
+            }
+            GvtAlgorithm::Synchronous => {
+                for r in 1..self.comm.size() {
+                    self.send_control(r, vec![SYNC_START])?;
+                }
+                self.sync_gvt()
+            }
+        }
+    }
+
+    /// The synchronous GVT: stop, drain every message in flight, reduce the minimum.
+    fn sync_gvt(&mut self) -> Result<()> {
+        loop {
+            self.flush()?;
+            // Receive what has arrived (events may roll back and send anti-messages).
+            while let Some(st) = self.comm.iprobe(Source::Any, TagMatch::Any)? {
+                if st.tag == ERROR_TAG {
+                    return Err(super::remote_error(self.comm, st.source));
+                }
+                let msg = self.comm.recv::<u64>(Source::Rank(st.source), TagMatch::Tag(DES_TAG))?;
+                self.handle(st.source, msg.data)?;
+            }
+            self.flush()?;
+            let in_flight = self.gvt.unmatched();
+            let total = self.comm.all_reduce(&[in_flight], ReduceOp::Sum)?;
+            if total[0] == 0 {
+                break;
+            }
+        }
+        let lvt = self.lvt();
+        let all = self.comm.all_gather(vec![lvt.time, u64::from(lvt.src), lvt.seq])?;
+        let g = all.iter().map(|w| Order { time: w[0], src: w[1] as u32, seq: w[2] }).min().expect("ranks");
+        self.new_gvt(g)
+    }
+
+    fn main(&mut self, progress: &mut ProgressFn<'_>) -> Result<()> {
+        let t = Instant::now();
+        let me = self.me();
+        let end = self.model.end_time();
+        let mut idle = false;
+        let mut last_progress = Instant::now();
+        while !self.finished {
+            self.poll(idle)?;
+            if self.finished {
+                break;
+            }
+            let mut n = self.cfg.batch;
+            if let Some(rng) = &mut self.chaos {
+                n = 1 + rng.below(u64::from(n)) as u32;
+                if rng.below(8) == 0 {
+                    std::thread::yield_now();
+                }
+            }
+            let done = self.process(n)?;
+            self.flush()?;
+            self.since_round += u64::from(done);
+            idle = done == 0;
+            if me == 0 && !self.gvt.open && (idle || self.since_round >= self.cfg.gvt_interval) {
+                self.start_round()?;
+                idle = false; // look again before blocking: the round may have freed memory
+                if let Some(f) = progress {
+                    if last_progress.elapsed().as_millis() >= 200 || self.finished {
+                        last_progress = Instant::now();
+                        f(self.gvt.gvt.time_f64().min(end), end, self.commits.count);
+                    }
+                }
+            }
+        }
+        self.stats.main_loop_s = t.elapsed().as_secs_f64();
+        Ok(())
+    }
+}

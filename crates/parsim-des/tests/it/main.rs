@@ -1,0 +1,8 @@
+//! Behaviour tests of parsim-des.
+
+mod bad_input;
+mod commits;
+mod determinism;
+mod queues;
+mod stress;
+mod support;
