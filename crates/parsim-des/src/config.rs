@@ -155,6 +155,13 @@ impl DesConfig {
     }
 
     /// Sets the batch (events between network polls).
+    #[doc(hidden)]
+    pub fn chaos(mut self, seed: u64) -> Self {
+        self.chaos = seed;
+        self
+    }
+
+    /// Sets the batch (events between network polls).
     pub fn batch(mut self, n: u32) -> Self {
         self.batch = n;
         self

@@ -100,6 +100,7 @@ pub(crate) fn init_lps<M: Model>(
         let key = StreamKey::new(seed).purpose("parsim.des.init").with(u64::from(id));
         let mut ctx = Ctx::new(id, 0.0, key, 0, 0, out).limits(lim.lps, lim.min_delay, lim.end);
         ctx.rng = Some(key.stream());
+        ctx.initial = true;
         let state = model.init(id, &mut ctx);
         if let Some(e) = ctx.error {
             return Err(e);

@@ -100,7 +100,8 @@ pub fn time_from_key(k: u64) -> f64 {
 ///     fn lookahead(&self) -> f64 { 1.0 }
 ///     fn end_time(&self) -> f64 { 50.0 }
 ///     fn init(&self, lp: LpId, ctx: &mut Ctx<'_, u32>) -> u64 {
-///         ctx.send(lp, 1.0 + ctx.rng().uniform(), 0);
+///         let delay = 1.0 + ctx.rng().uniform();
+///         ctx.send(lp, delay, 0);
 ///         0
 ///     }
 ///     fn on_event(&self, seen: &mut u64, ev: &Event<u32>, ctx: &mut Ctx<'_, u32>) {
@@ -179,11 +180,13 @@ pub struct Ctx<'a, P> {
     pub(crate) seq: u64,
     pub(crate) out: &'a mut Vec<Event<P>>,
     pub(crate) error: Option<DesError>,
+    /// During `init` (time 0, no causing event): delays of 0 are allowed.
+    pub(crate) initial: bool,
 }
 
 impl<'a, P: Copy> Ctx<'a, P> {
     pub(crate) fn new(lp: LpId, now: f64, key: StreamKey, count: u64, seq: u64, out: &'a mut Vec<Event<P>>) -> Self {
-        Ctx { now, lp, lps: 0, min_delay: 0.0, end: f64::INFINITY, key, count, rng: None, seq, out, error: None }
+        Ctx { now, lp, lps: 0, min_delay: 0.0, end: f64::INFINITY, key, count, rng: None, seq, out, error: None, initial: false }
     }
 
     pub(crate) fn limits(mut self, lps: u32, min_delay: f64, end: f64) -> Self {
@@ -218,16 +221,18 @@ impl<'a, P: Copy> Ctx<'a, P> {
     }
 
     /// Schedules an event at `dest`, `delay` after now. Events at or after the
-    /// model's end time are not scheduled. An invalid send (negative or
-    /// non-finite delay, a delay below the lookahead on a conservative engine,
-    /// an LP that does not exist) stops the run with an error naming the LP,
-    /// the time and the value.
+    /// model's end time are not scheduled. An invalid send stops the run with
+    /// an error naming the LP, the time and the value: a negative, zero or
+    /// non-finite delay (only `init` may send at delay 0), a delay below the
+    /// lookahead to another LP on a conservative engine, an LP that does not
+    /// exist.
     #[inline]
     pub fn send(&mut self, dest: LpId, delay: f64, payload: P) {
         let time = self.now + delay;
         let seq = self.seq;
         self.seq += 1;
-        if !(delay >= 0.0 && (delay >= self.min_delay || dest == self.lp) && time.is_finite() && dest < self.lps) {
+        let advances = time > self.now || (self.initial && delay == 0.0);
+        if !(advances && (delay >= self.min_delay || dest == self.lp) && time.is_finite() && dest < self.lps) {
             self.bad_send(dest, delay);
             return;
         }
@@ -242,6 +247,12 @@ impl<'a, P: Copy> Ctx<'a, P> {
             format!("a send with non-finite delay {delay}")
         } else if delay < 0.0 {
             format!("a send with negative delay {delay}")
+        } else if delay == 0.0 || self.now + delay <= self.now {
+            format!(
+                "a send with delay {delay}, which does not advance the time {} (in floating point): an event must come \
+                 strictly after the one that schedules it",
+                self.now
+            )
         } else if dest < self.lps && delay < self.min_delay {
             format!(
                 "a send to LP {dest} with delay {delay}, below the declared lookahead {} (conservative engines \

@@ -1,1 +1,128 @@
-//! todo
+//! Invalid sends and configurations: an error naming the LP, the time and
+//! the value, on every rank, never a hang.
+
+use parsim_des::models::Phold;
+use parsim_des::{Ctx, DesConfig, Engine, Event, LpId, Model};
+
+/// PHOLD-like, but LP `bad_lp` makes `bad` send at its first event after `at`.
+struct Faulty {
+    bad_lp: LpId,
+    at: f64,
+    bad: Bad,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Bad {
+    Negative,
+    NoSuchLp,
+    Infinite,
+    BelowLookahead,
+    Zero,
+}
+
+impl Model for Faulty {
+    type State = ();
+    type Payload = ();
+    fn lps(&self) -> u32 {
+        16
+    }
+    fn lookahead(&self) -> f64 {
+        0.5
+    }
+    fn end_time(&self) -> f64 {
+        30.0
+    }
+    fn init(&self, lp: LpId, ctx: &mut Ctx<'_, ()>) {
+        ctx.send(lp, 1.0, ());
+    }
+    fn on_event(&self, _: &mut (), ev: &Event<()>, ctx: &mut Ctx<'_, ()>) {
+        let next = (ev.dest + 5) % 16;
+        if ev.dest == self.bad_lp && ev.time > self.at {
+            match self.bad {
+                Bad::Negative => ctx.send(next, -0.25, ()),
+                Bad::NoSuchLp => ctx.send(99, 1.0, ()),
+                Bad::Infinite => ctx.send(next, f64::INFINITY, ()),
+                Bad::BelowLookahead => ctx.send(next, 0.125, ()),
+                Bad::Zero => ctx.send(ev.dest, 0.0, ()),
+            }
+            return;
+        }
+        ctx.send(next, 1.0, ());
+    }
+}
+
+/// Every rank's error message (each rank must fail).
+fn errors(model: &Faulty, engine: Engine, ranks: usize) -> Vec<String> {
+    let out = parsim_comm::launch(ranks, |comm| {
+        Ok::<_, parsim_comm::CommError>(parsim_des::run(&comm, model, &DesConfig::new(engine)).err().map(|e| e.to_string()))
+    })
+    .expect("launch");
+    out.into_iter()
+        .enumerate()
+        .map(|(r, e)| e.unwrap_or_else(|| panic!("{} rank {r}: no error for {:?}", engine.name(), model.bad)))
+        .collect()
+}
+
+#[test]
+fn bad_sends_name_the_lp_time_and_value() {
+    let cases = [
+        (Bad::Negative, "negative delay -0.25"),
+        (Bad::NoSuchLp, "a send to LP 99, but the model has 16 LPs"),
+        (Bad::Infinite, "non-finite delay inf"),
+        (Bad::Zero, "delay 0, which does not advance the time"),
+    ];
+    for (bad, text) in cases {
+        let m = Faulty { bad_lp: 6, at: 4.5, bad };
+        for engine in Engine::ALL {
+            for ranks in [1, 3] {
+                for e in errors(&m, engine, ranks) {
+                    assert!(e.contains(text), "{}: {e}", engine.name());
+                    assert!(e.contains("LP 6 at time 5"), "{}: {e}", engine.name());
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn below_lookahead_is_refused_by_conservative_engines_only() {
+    let m = Faulty { bad_lp: 3, at: 2.0, bad: Bad::BelowLookahead };
+    for engine in [Engine::Conservative, Engine::Window] {
+        for e in errors(&m, engine, 2) {
+            assert!(e.contains("LP 3 at time 3") && e.contains("delay 0.125, below the declared lookahead 0.5"), "{e}");
+        }
+    }
+    // Sequential and Time Warp do not need lookahead: they run it.
+    for engine in [Engine::Sequential, Engine::Optimistic] {
+        parsim_comm::launch(2, |comm| parsim_des::run(&comm, &m, &DesConfig::new(engine))).expect("runs");
+    }
+}
+
+#[test]
+fn zero_lookahead_is_refused_by_conservative_engines() {
+    let m = Phold { lps: 8, start_events: 1, mean: 1.0, lookahead: 0.0, remote: 0.5, end: 5.0 };
+    for engine in [Engine::Conservative, Engine::Window] {
+        let e = parsim_comm::launch(2, |comm| {
+            Ok::<_, parsim_comm::CommError>(parsim_des::run(&comm, &m, &DesConfig::new(engine)).unwrap_err().to_string())
+        })
+        .expect("launch");
+        assert!(e[0].contains("needs a positive lookahead") && e[1] == e[0], "{e:?}");
+    }
+}
+
+#[test]
+fn bad_configuration_is_refused() {
+    let m = Phold::std(0.25);
+    for cfg in [
+        DesConfig::new(Engine::Optimistic).checkpoint_every(0),
+        DesConfig::new(Engine::Optimistic).memory_limit(0),
+        DesConfig::new(Engine::Optimistic).window(-1.0),
+        DesConfig::new(Engine::Optimistic).state_saving(parsim_des::StateSaving::Reverse),
+    ] {
+        let e = parsim_comm::launch(1, |comm| {
+            Ok::<_, parsim_comm::CommError>(parsim_des::run(&comm, &m, &cfg).unwrap_err().to_string())
+        })
+        .expect("launch");
+        assert!(!e[0].is_empty());
+    }
+}
