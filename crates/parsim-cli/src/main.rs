@@ -4,7 +4,9 @@
 //! Exit codes: 0 success, 1 the run failed, 2 bad input or usage.
 
 mod bench;
+mod bench_phold;
 mod bench_stencil;
+mod des;
 mod grid;
 mod progress;
 mod ring;
@@ -80,6 +82,18 @@ enum BenchWhat {
         /// Fewer iterations (a smoke test, not a measurement).
         #[arg(long)]
         quick: bool,
+    },
+    /// Committed events per second of every DES engine on PHOLD's std configuration, at 1 and 2 ranks.
+    Phold {
+        /// Where to write the JSON report.
+        #[arg(long, default_value = "bench-phold.json")]
+        out: PathBuf,
+        /// A small PHOLD (a smoke test, not a measurement).
+        #[arg(long)]
+        quick: bool,
+        /// Repetitions of each configuration (the median is reported).
+        #[arg(long, default_value_t = 3)]
+        reps: usize,
     },
     /// Cell updates per second of the heat stencils next to STREAM bandwidth (threads backend).
     Stencil {
@@ -189,6 +203,7 @@ fn main() -> ExitCode {
             Ok(())
         }
         Command::Bench { what: BenchWhat::Stencil { out, quick } } => bench_stencil::run(out, quick),
+        Command::Bench { what: BenchWhat::Phold { out, quick, reps } } => bench_phold::run(out, quick, reps.max(1)),
         Command::Bench { what: BenchWhat::Comm { ranks, backend, out, quick } } => {
             parse_backend(&backend, "--backend").map_err(anyhow::Error::from).and_then(|b| {
                 if ranks == 0 {

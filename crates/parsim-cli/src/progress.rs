@@ -14,6 +14,7 @@ pub struct Progress {
     start: Instant,
     last_line: Instant,
     quiet: bool,
+    every: Duration,
 }
 
 /// How often plain progress lines are printed.
@@ -34,7 +35,13 @@ impl Progress {
             b
         });
         let now = Instant::now();
-        Progress { label: label.to_string(), total, bar, start: now, last_line: now, quiet }
+        Progress { label: label.to_string(), total, bar, start: now, last_line: now, quiet, every: LINE_EVERY }
+    }
+
+    /// Prints plain lines this often (default 2 s) when not on a terminal.
+    pub fn every(mut self, d: Duration) -> Self {
+        self.every = d;
+        self
     }
 
     /// Sets the amount done.
@@ -46,7 +53,7 @@ impl Progress {
             b.set_position(done);
             return;
         }
-        if self.last_line.elapsed() >= LINE_EVERY {
+        if self.last_line.elapsed() >= self.every {
             self.last_line = Instant::now();
             let secs = self.start.elapsed().as_secs_f64();
             let rate = done as f64 / secs.max(1e-9);

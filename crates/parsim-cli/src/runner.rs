@@ -11,6 +11,7 @@ use parsim_core::{trace::Trace, Digest, PhaseReport};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use crate::des::{self, DesSetup};
 use crate::grid::{self, GridConfig};
 use crate::ring::{self, RingConfig};
 use crate::scenario::{InputError, Scenario};
@@ -38,6 +39,8 @@ pub enum Model {
     Ring(RingConfig),
     /// `model = "grid"`.
     Grid(GridConfig),
+    /// `model = "phold"` or `"queues"`.
+    Des(DesSetup),
 }
 
 impl Model {
@@ -45,6 +48,10 @@ impl Model {
         match self {
             Model::Ring(_) => "ring",
             Model::Grid(_) => "grid",
+            Model::Des(d) => match d.model {
+                des::DesModel::Phold(_) => "phold",
+                des::DesModel::Queues(_) => "queues",
+            },
         }
     }
 
@@ -52,6 +59,7 @@ impl Model {
         Ok(match self {
             Model::Ring(cfg) => ring::run(comm, cfg, ctx)?,
             Model::Grid(cfg) => grid::run(comm, cfg, ctx, out)?,
+            Model::Des(setup) => des::run(comm, setup, ctx)?,
         })
     }
 
@@ -60,6 +68,7 @@ impl Model {
         Ok(match self {
             Model::Ring(cfg) => ring::describe(cfg, ranks),
             Model::Grid(cfg) => cfg.describe(ranks)?,
+            Model::Des(setup) => setup.describe(ranks),
         })
     }
 }
@@ -123,7 +132,7 @@ pub fn plan(
     ranks_from_flag: bool,
 ) -> Result<RunPlan, InputError> {
     let mut run = sc.section("run", true)?;
-    let model = run.choice("model", None, &["ring", "grid"])?;
+    let model = run.choice("model", None, &["ring", "grid", "phold", "queues"])?;
     let seed = run.int("seed", Some(0), 0..=u64::MAX)?;
     let ranks = run.int("ranks", Some(1), 1..=65_536)? as usize;
     let backend = run.choice("backend", Some("threads"), &["threads", "mpi"])?;
@@ -141,6 +150,7 @@ pub fn plan(
             threads_per_rank = cfg.spec.threads_per_rank;
             Model::Grid(cfg)
         }
+        "phold" | "queues" => Model::Des(DesSetup::from_scenario(sc, &model)?),
         other => unreachable!("validated model {other}"),
     };
     sc.finish()?;

@@ -85,8 +85,10 @@ pub struct DesConfig {
     pub gvt_interval: u64,
     /// Time Warp: the most processed-but-uncommitted events a rank may hold.
     pub memory_limit: u64,
-    /// Time Warp: process only events below GVT + this (optimism window); infinite by default.
-    pub window: f64,
+    /// Time Warp: execute only events below GVT + this (the optimism window).
+    /// `None` (the default) is 5 × the model's lookahead, or unbounded when
+    /// the lookahead is 0; `Some(f64::INFINITY)` is unbounded.
+    pub window: Option<f64>,
     /// Events processed between polls of the network (optimistic, conservative).
     pub batch: u32,
     /// Testing aid: when non-zero, Time Warp randomises its batch sizes and
@@ -106,7 +108,7 @@ impl DesConfig {
             gvt: GvtAlgorithm::Mattern,
             gvt_interval: 4096,
             memory_limit: 4_000_000,
-            window: f64::INFINITY,
+            window: None,
             batch: 64,
             chaos: 0,
         }
@@ -148,10 +150,15 @@ impl DesConfig {
         self
     }
 
-    /// Sets the optimism window beyond GVT.
+    /// Sets the optimism window beyond GVT (`f64::INFINITY`: unbounded).
     pub fn window(mut self, w: f64) -> Self {
-        self.window = w;
+        self.window = Some(w);
         self
+    }
+
+    /// The optimism window for a model with lookahead `la`.
+    pub fn window_for(&self, la: f64) -> f64 {
+        self.window.unwrap_or(if la > 0.0 { 5.0 * la } else { f64::INFINITY })
     }
 
     /// Sets the batch (events between network polls).
@@ -177,8 +184,10 @@ impl DesConfig {
         if self.memory_limit == 0 {
             return Err("memory_limit must be at least 1 event".into());
         }
-        if !(self.window > 0.0) {
-            return Err(format!("window must be > 0 (got {})", self.window));
+        if let Some(w) = self.window {
+            if w.is_nan() || w <= 0.0 {
+                return Err(format!("window must be > 0 (got {w})"));
+            }
         }
         if self.batch == 0 {
             return Err("batch must be at least 1".into());

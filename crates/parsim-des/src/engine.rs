@@ -79,7 +79,11 @@ pub(crate) struct Limits {
 
 impl Limits {
     pub fn new<M: Model>(model: &M, conservative: bool) -> Self {
-        Limits { lps: model.lps(), min_delay: if conservative { model.lookahead() } else { 0.0 }, end: model.end_time() }
+        Limits {
+            lps: model.lps(),
+            min_delay: if conservative { model.lookahead() } else { 0.0 },
+            end: model.end_time(),
+        }
     }
 }
 

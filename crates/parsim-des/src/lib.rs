@@ -69,7 +69,9 @@ pub fn run_with_progress<C: Comm, M: Model>(
         progress = None;
     }
     match cfg.engine {
-        Engine::Sequential => engine::sequential::run::<C, M, queue::Pending<M::Payload>>(comm, model, cfg, &mut progress),
+        Engine::Sequential => {
+            engine::sequential::run::<C, M, queue::Pending<M::Payload>>(comm, model, cfg, &mut progress)
+        }
         Engine::Conservative => engine::conservative::run(comm, model, cfg, &mut progress),
         Engine::Window => engine::window::run(comm, model, cfg, &mut progress),
         Engine::Optimistic => engine::optimistic::run(comm, model, cfg, &mut progress),

@@ -186,7 +186,20 @@ pub struct Ctx<'a, P> {
 
 impl<'a, P: Copy> Ctx<'a, P> {
     pub(crate) fn new(lp: LpId, now: f64, key: StreamKey, count: u64, seq: u64, out: &'a mut Vec<Event<P>>) -> Self {
-        Ctx { now, lp, lps: 0, min_delay: 0.0, end: f64::INFINITY, key, count, rng: None, seq, out, error: None, initial: false }
+        Ctx {
+            now,
+            lp,
+            lps: 0,
+            min_delay: 0.0,
+            end: f64::INFINITY,
+            key,
+            count,
+            rng: None,
+            seq,
+            out,
+            error: None,
+            initial: false,
+        }
     }
 
     pub(crate) fn limits(mut self, lps: u32, min_delay: f64, end: f64) -> Self {

@@ -1,6 +1,7 @@
 //! Pending-event sets: the events scheduled but not yet executed, popped in
 //! [`Order`]. Engines use [`Pending`], chosen by `parsim bench phold`
-//! (BENCHMARKS.md): a 4-ary implicit heap beat `std`'s binary heap.
+//! (BENCHMARKS.md): the [`Calendar`] queue against a 4-ary implicit heap and
+//! `std`'s binary heap.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -13,8 +14,8 @@ pub trait PendingSet<P>: Default {
     fn push(&mut self, ev: Event<P>);
     /// Removes and returns the first event.
     fn pop(&mut self) -> Option<Event<P>>;
-    /// The first event, without removing it.
-    fn peek(&self) -> Option<&Event<P>>;
+    /// The first event, without removing it (`&mut`: a set may reorganise itself to find it).
+    fn peek(&mut self) -> Option<&Event<P>>;
     /// The number of events.
     fn len(&self) -> usize;
     /// Whether there are none.
@@ -22,13 +23,16 @@ pub trait PendingSet<P>: Default {
         self.len() == 0
     }
     /// The first event's order, or [`Order::MAX`].
-    fn min_order(&self) -> Order {
+    fn min_order(&mut self) -> Order {
         self.peek().map_or(Order::MAX, Event::order)
     }
 }
 
 /// The engines' pending-event set.
-pub type Pending<P> = QuadHeap<P>;
+pub type Pending<P> = Calendar<P>;
+
+mod calendar;
+pub use calendar::Calendar;
 
 /// A 4-ary implicit min-heap: half the depth of a binary heap, and the four
 /// children of a node share a cache line or two.
@@ -44,19 +48,6 @@ impl<P> Default for QuadHeap<P> {
 }
 
 impl<P: Copy> QuadHeap<P> {
-    /// All events, in no particular order.
-    pub fn iter(&self) -> impl Iterator<Item = &Event<P>> {
-        self.v.iter()
-    }
-
-    /// Removes every event for which `keep` is false (then restores the heap).
-    pub fn retain(&mut self, keep: impl FnMut(&Event<P>) -> bool) {
-        self.v.retain(keep);
-        for i in (0..self.v.len()).rev() {
-            self.sift_down(i);
-        }
-    }
-
     #[inline]
     fn sift_down(&mut self, mut i: usize) {
         let n = self.v.len();
@@ -115,7 +106,7 @@ impl<P: Copy> PendingSet<P> for QuadHeap<P> {
     }
 
     #[inline]
-    fn peek(&self) -> Option<&Event<P>> {
+    fn peek(&mut self) -> Option<&Event<P>> {
         self.v.first()
     }
 
@@ -164,7 +155,7 @@ impl<P: Copy> PendingSet<P> for StdHeap<P> {
     fn pop(&mut self) -> Option<Event<P>> {
         self.h.pop().map(|r| r.0 .0)
     }
-    fn peek(&self) -> Option<&Event<P>> {
+    fn peek(&mut self) -> Option<&Event<P>> {
         self.h.peek().map(|r| &r.0 .0)
     }
     fn len(&self) -> usize {
@@ -199,9 +190,10 @@ mod tests {
     }
 
     #[test]
-    fn heaps_pop_in_order() {
+    fn sets_pop_in_order() {
         check::<QuadHeap<u32>>();
         check::<StdHeap<u32>>();
+        check::<Calendar<u32>>();
     }
 
     #[test]

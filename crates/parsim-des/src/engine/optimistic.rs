@@ -13,14 +13,16 @@
 mod gvt;
 mod history;
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 use bytemuck::Pod;
 use parsim_comm::{Comm, ReduceOp, Source, TagMatch};
 use parsim_core::rng::{Stream, StreamKey};
 
-use super::{fail_everywhere, finish, init_lps, words_per_event, Commits, Limits, LpMap, Outbox, Report, DES_TAG, ERROR_TAG};
+use super::{
+    fail_everywhere, finish, init_lps, words_per_event, Commits, Limits, LpMap, Outbox, Report, DES_TAG, ERROR_TAG,
+};
 use crate::config::{GvtAlgorithm, StateSaving};
 use crate::error::Result;
 use crate::model::{time_key, Event, Model, Order};
@@ -63,6 +65,9 @@ pub(crate) fn run<C: Comm, M: Model>(
 /// The identity of an event for cancellation: its order, destination and payload.
 type EventKey = (Order, u32, u64);
 
+/// Ordered, so that the earliest cancelled event is at hand.
+type KeyMap = BTreeMap<EventKey, u32>;
+
 fn event_key<P: Pod>(ev: &Event<P>) -> EventKey {
     let mut h = 0xcbf2_9ce4_8422_2325u64;
     for b in bytemuck::bytes_of(&ev.payload) {
@@ -81,9 +86,15 @@ struct TimeWarp<'a, C: Comm, M: Model> {
     lps: Vec<History<M::State, M::Payload>>,
     pending: Pending<M::Payload>,
     /// Pending events cancelled by anti-messages, removed when they reach the top.
-    cancelled: HashMap<EventKey, u32>,
+    cancelled: KeyMap,
+    /// The earliest cancelled order (events before it need no lookup).
+    cancelled_min: Order,
     /// Outgoing records per rank (header word reserved).
     parts: Vec<Vec<u64>>,
+    /// Received message buffers, reused for sending: traffic is roughly
+    /// symmetric, so buffers circulate between ranks instead of being freed
+    /// by one thread and allocated by another (which contends in malloc).
+    spare: Vec<Vec<u64>>,
     outbox: Outbox<C>,
     gvt: Mattern,
     uncommitted: u64,
@@ -115,8 +126,10 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
             saving,
             lps: Vec::new(),
             pending: Pending::default(),
-            cancelled: HashMap::new(),
+            cancelled: KeyMap::default(),
+            cancelled_min: Order::MAX,
             parts: vec![vec![EVENTS]; p],
+            spare: Vec::new(),
             outbox: Outbox::new(),
             gvt: Mattern::new(p, me),
             uncommitted: 0,
@@ -125,7 +138,8 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
             stats: DesStats::default(),
             finished: false,
             since_round: 0,
-            chaos: (cfg.chaos != 0).then(|| StreamKey::new(cfg.chaos).purpose("parsim.des.chaos").with(me as u64).stream()),
+            chaos: (cfg.chaos != 0)
+                .then(|| StreamKey::new(cfg.chaos).purpose("parsim.des.chaos").with(me as u64).stream()),
             out: Vec::new(),
             reinsert: Vec::new(),
             antis: Vec::new(),
@@ -164,7 +178,7 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
             let at = buf.len() - words_per_event::<M::Payload>() + 2;
             buf[at] |= ANTI;
         }
-        if buf.len() >= 1 + self.cfg.batch as usize * words_per_event::<M::Payload>() {
+        if buf.len() > self.cfg.batch as usize * words_per_event::<M::Payload>() {
             self.flush_to(r)?;
         }
         Ok(())
@@ -174,7 +188,9 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
         if self.parts[r].len() <= 1 {
             return Ok(());
         }
-        let mut body = std::mem::replace(&mut self.parts[r], vec![EVENTS]);
+        let fresh = self.spare.pop().unwrap_or_default();
+        let mut body = std::mem::replace(&mut self.parts[r], fresh);
+        self.parts[r].push(EVENTS);
         body[0] = EVENTS | (self.gvt.epoch << 8);
         self.gvt.note_sent(r);
         self.stats.messages += 1;
@@ -209,6 +225,7 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
             self.rollback(x, o, Some(o))?;
         } else {
             *self.cancelled.entry(event_key(&anti)).or_insert(0) += 1;
+            self.cancelled_min = self.cancelled_min.min(o);
         }
         Ok(())
     }
@@ -252,7 +269,7 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
     fn peek_live(&mut self) -> Option<Event<M::Payload>> {
         loop {
             let ev = *self.pending.peek()?;
-            if self.cancelled.is_empty() {
+            if ev.order() < self.cancelled_min {
                 return Some(ev);
             }
             let k = event_key(&ev);
@@ -262,6 +279,7 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
                     *n -= 1;
                     if *n == 0 {
                         self.cancelled.remove(&k);
+                        self.cancelled_min = self.cancelled.keys().next().map_or(Order::MAX, |k| k.0);
                     }
                     self.pending.pop();
                 }
@@ -275,11 +293,8 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
 
     /// Executes up to `n` events; returns how many.
     fn process(&mut self, n: u32) -> Result<u32> {
-        let horizon = if self.cfg.window.is_finite() {
-            time_key(self.gvt.gvt.time_f64() + self.cfg.window)
-        } else {
-            u64::MAX
-        };
+        let window = self.cfg.window_for(self.model.lookahead());
+        let horizon = if window.is_finite() { time_key(self.gvt.gvt.time_f64() + window) } else { u64::MAX };
         let mut done = 0;
         while done < n {
             let Some(ev) = self.peek_live() else { break };
@@ -313,7 +328,16 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
     }
 
     /// Handles one message.
-    fn handle(&mut self, source: usize, w: Vec<u64>) -> Result<()> {
+    fn handle(&mut self, source: usize, mut w: Vec<u64>) -> Result<()> {
+        self.handle_words(source, &w)?;
+        if self.spare.len() < 64 {
+            w.clear();
+            self.spare.push(w);
+        }
+        Ok(())
+    }
+
+    fn handle_words(&mut self, source: usize, w: &[u64]) -> Result<()> {
         match w[0] & 0xff {
             EVENTS => {
                 self.gvt.note_received(w[0] >> 8);
@@ -330,7 +354,7 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
                 }
             }
             TOKEN => {
-                let t = Token::decode(&w);
+                let t = Token::decode(w);
                 if t.pass == 1 {
                     self.flush()?;
                     if let Some(t) = self.gvt.first_pass(t) {
@@ -413,7 +437,9 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
             }
         }
         let bytes = self.uncommitted
-            * (std::mem::size_of::<Event<M::Payload>>() * 2 + 24 + std::mem::size_of::<M::State>() / self.saving.every.max(1) as usize) as u64
+            * (std::mem::size_of::<Event<M::Payload>>() * 2
+                + 24
+                + std::mem::size_of::<M::State>() / self.saving.every.max(1) as usize) as u64
             + self.pending.len() as u64 * std::mem::size_of::<Event<M::Payload>>() as u64;
         self.stats.peak_memory_bytes = self.stats.peak_memory_bytes.max(bytes);
         if g == Order::MAX {

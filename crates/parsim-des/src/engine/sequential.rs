@@ -22,7 +22,11 @@ pub(crate) fn run<C: Comm, M: Model, Q: PendingSet<M::Payload>>(
     let map = LpMap::new(model, 1, comm.rank())?;
     let mut stats = DesStats::default();
     let mut commits = Commits::default();
-    let outcome = if comm.rank() == 0 { main_loop::<M, Q>(model, cfg, &map, &mut stats, &mut commits, progress) } else { Ok(Vec::new()) };
+    let outcome = if comm.rank() == 0 {
+        main_loop::<M, Q>(model, cfg, &map, &mut stats, &mut commits, progress)
+    } else {
+        Ok(Vec::new())
+    };
     // Every rank learns whether rank 0 failed, and why.
     let failure = comm.broadcast_value(0, &outcome.as_ref().err().map(ToString::to_string))?;
     let lps = match (outcome, failure) {

@@ -33,15 +33,16 @@ pub(crate) fn run<C: Comm, M: Model>(
     let mut lps = init_lps(model, &map, cfg.seed, lim, &mut out).map_err(|e| error = Some(e)).unwrap_or_default();
     let mut q: Pending<M::Payload> = Pending::default();
     let mut parts: Vec<Vec<u64>> = vec![Vec::new(); p];
-    let route = |ev: Event<M::Payload>, q: &mut Pending<M::Payload>, parts: &mut Vec<Vec<u64>>, stats: &mut DesStats| {
-        let r = map.owner[ev.dest as usize] as usize;
-        if r == me {
-            q.push(ev);
-        } else {
-            stats.remote_events += 1;
-            put_event(&mut parts[r], &ev);
-        }
-    };
+    let route =
+        |ev: Event<M::Payload>, q: &mut Pending<M::Payload>, parts: &mut Vec<Vec<u64>>, stats: &mut DesStats| {
+            let r = map.owner[ev.dest as usize] as usize;
+            if r == me {
+                q.push(ev);
+            } else {
+                stats.remote_events += 1;
+                put_event(&mut parts[r], &ev);
+            }
+        };
     for ev in out.drain(..) {
         route(ev, &mut q, &mut parts, &mut stats);
     }

@@ -36,15 +36,12 @@ impl Phold {
             return Err("lps must be at least 1".into());
         }
         if !(self.lookahead > 0.0 && self.lookahead <= self.mean && self.mean.is_finite()) {
-            return Err(format!(
-                "need 0 < lookahead <= mean < inf (lookahead {}, mean {})",
-                self.lookahead, self.mean
-            ));
+            return Err(format!("need 0 < lookahead <= mean < inf (lookahead {}, mean {})", self.lookahead, self.mean));
         }
         if !(0.0..=1.0).contains(&self.remote) {
             return Err(format!("remote must be in [0, 1] (got {})", self.remote));
         }
-        if !(self.end >= 0.0) {
+        if self.end.is_nan() || self.end < 0.0 {
             return Err(format!("end must be >= 0 (got {})", self.end));
         }
         Ok(())

@@ -119,7 +119,7 @@ impl Queues {
         if !(self.transit > 0.0 && self.transit.is_finite()) {
             return Err(format!("transit must be > 0 (got {})", self.transit));
         }
-        if !(self.end >= 0.0) {
+        if self.end.is_nan() || self.end < 0.0 {
             return Err(format!("end must be >= 0 (got {})", self.end));
         }
         let jobs = u64::from(self.width) * u64::from(self.height) * u64::from(self.jobs_per_server);

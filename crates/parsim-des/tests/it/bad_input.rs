@@ -54,7 +54,9 @@ impl Model for Faulty {
 /// Every rank's error message (each rank must fail).
 fn errors(model: &Faulty, engine: Engine, ranks: usize) -> Vec<String> {
     let out = parsim_comm::launch(ranks, |comm| {
-        Ok::<_, parsim_comm::CommError>(parsim_des::run(&comm, model, &DesConfig::new(engine)).err().map(|e| e.to_string()))
+        Ok::<_, parsim_comm::CommError>(
+            parsim_des::run(&comm, model, &DesConfig::new(engine)).err().map(|e| e.to_string()),
+        )
     })
     .expect("launch");
     out.into_iter()
@@ -103,7 +105,9 @@ fn zero_lookahead_is_refused_by_conservative_engines() {
     let m = Phold { lps: 8, start_events: 1, mean: 1.0, lookahead: 0.0, remote: 0.5, end: 5.0 };
     for engine in [Engine::Conservative, Engine::Window] {
         let e = parsim_comm::launch(2, |comm| {
-            Ok::<_, parsim_comm::CommError>(parsim_des::run(&comm, &m, &DesConfig::new(engine)).unwrap_err().to_string())
+            Ok::<_, parsim_comm::CommError>(
+                parsim_des::run(&comm, &m, &DesConfig::new(engine)).unwrap_err().to_string(),
+            )
         })
         .expect("launch");
         assert!(e[0].contains("needs a positive lookahead") && e[1] == e[0], "{e:?}");

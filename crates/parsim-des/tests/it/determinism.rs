@@ -62,4 +62,3 @@ fn seeds_change_the_history() {
     let b = digest(&m, &DesConfig::new(Engine::Sequential).seed(2), 1).0;
     assert_ne!(a, b);
 }
-

@@ -13,7 +13,8 @@ fn cascading_rollbacks_commit_the_sequential_history() {
     let m = Phold { lps: 64, start_events: 3, mean: 1.0, lookahead: 0.001, remote: 1.0, end: 15.0 };
     let (want, _) = digest(&m, &DesConfig::new(Engine::Sequential), 1);
     for chaos in 1..=3 {
-        let cfg = DesConfig::new(Engine::Optimistic).chaos(chaos).gvt_interval(500).checkpoint_every(3);
+        let cfg =
+            DesConfig::new(Engine::Optimistic).chaos(chaos).gvt_interval(500).checkpoint_every(3).window(f64::INFINITY);
         let (got, s) = digest(&m, &cfg, 8);
         assert_eq!(got, want, "chaos {chaos}: {s:?}");
         assert!(s.rollbacks_secondary > 0 && s.anti_messages > 0, "no cascade provoked: {s:?}");
@@ -25,7 +26,8 @@ fn memory_stays_bounded_over_a_long_run() {
     let m = Phold { lps: 128, start_events: 2, mean: 1.0, lookahead: 0.01, remote: 0.5, end: 150.0 };
     let (want, _) = digest(&m, &DesConfig::new(Engine::Sequential), 1);
     let limit = 300;
-    let cfg = DesConfig::new(Engine::Optimistic).memory_limit(limit).gvt_interval(1_000_000).chaos(9);
+    let cfg =
+        DesConfig::new(Engine::Optimistic).memory_limit(limit).gvt_interval(1_000_000).window(f64::INFINITY).chaos(9);
     let (got, s) = digest(&m, &cfg, 4);
     assert_eq!(got, want);
     assert!(s.committed > 20 * limit, "the run should be long against the limit: {s:?}");
@@ -85,7 +87,7 @@ impl Model for Tally {
 #[test]
 fn reverse_computation_and_state_copies_commit_the_same_history() {
     let (want, _) = digest(&Tally, &DesConfig::new(Engine::Sequential), 1);
-    let base = DesConfig::new(Engine::Optimistic).chaos(4).gvt_interval(300);
+    let base = DesConfig::new(Engine::Optimistic).chaos(4).gvt_interval(300).window(f64::INFINITY);
     for cfg in [
         base.clone().state_saving(parsim_des::StateSaving::Reverse),
         base.clone().checkpoint_every(1),

@@ -55,15 +55,7 @@ pub(super) struct Saving {
 
 impl<S: Clone, P: bytemuck::Pod> History<S, P> {
     pub fn new(lp: Lp<S>, id: u32) -> Self {
-        History {
-            lp,
-            id,
-            done: VecDeque::new(),
-            base: 0,
-            committed: 0,
-            sent: VecDeque::new(),
-            saved: VecDeque::new(),
-        }
+        History { lp, id, done: VecDeque::new(), base: 0, committed: 0, sent: VecDeque::new(), saved: VecDeque::new() }
     }
 
     /// The order of the last executed event.

@@ -1,0 +1,273 @@
+//! `model = "phold"` and `model = "queues"`: discrete-event models on the
+//! `parsim-des` engines, configured by a `[des]` table (the engine and its
+//! knobs) and the model's own table (`[phold]` with the spec's parameter
+//! names, or `[queues]`).
+
+use parsim_comm::Comm;
+use parsim_des::models::{Phold, QueueStats, Queues};
+use parsim_des::{DesConfig, DesStats, Engine, GvtAlgorithm, Model, Report, StateSaving};
+use serde_json::{json, Value};
+
+use crate::progress::Progress;
+use crate::runner::{ModelOutput, RunContext};
+use crate::scenario::{InputError, Scenario};
+
+/// A DES model and its engine.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DesSetup {
+    /// The engine configuration (the seed comes from `[run]`).
+    pub cfg: DesConfig,
+    /// The model.
+    pub model: DesModel,
+}
+
+/// The DES models the binary knows.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DesModel {
+    /// `[phold]`.
+    Phold(Phold),
+    /// `[queues]`.
+    Queues(Queues),
+}
+
+const ENGINES: [&str; 4] = ["sequential", "conservative", "window", "optimistic"];
+
+impl DesSetup {
+    /// Reads `[des]` and the model's table (`phold` or `queues`).
+    pub fn from_scenario(sc: &mut Scenario, model: &str) -> Result<Self, InputError> {
+        let mut t = sc.section("des", false)?;
+        let engine = t.choice("engine", Some("sequential"), &ENGINES)?;
+        let mut cfg = DesConfig::new(Engine::parse(&engine).expect("validated engine"));
+        cfg.checkpoint_every = t.int("checkpoint_every", Some(1), 1..=1 << 20)? as u32;
+        cfg.state_saving = match t.choice("state_saving", Some("copy"), &["copy", "reverse"])?.as_str() {
+            "copy" => StateSaving::Copy,
+            _ => StateSaving::Reverse,
+        };
+        cfg.gvt = match t.choice("gvt", Some("mattern"), &["mattern", "synchronous"])?.as_str() {
+            "mattern" => GvtAlgorithm::Mattern,
+            _ => GvtAlgorithm::Synchronous,
+        };
+        cfg.gvt_interval = t.int("gvt_interval", Some(cfg.gvt_interval), 1..=u64::MAX)?;
+        cfg.memory_limit = t.int("memory_limit", Some(cfg.memory_limit), 1..=u64::MAX)?;
+        cfg.batch = t.int("batch", Some(u64::from(cfg.batch)), 1..=1 << 20)? as u32;
+        cfg.window = match t.raw("window") {
+            None => None,
+            Some(toml::Value::String(s)) if s == "auto" => None,
+            Some(toml::Value::String(s)) if s == "unbounded" => Some(f64::INFINITY),
+            Some(toml::Value::Float(w)) if w > 0.0 => Some(w),
+            Some(toml::Value::Integer(w)) if w > 0 => Some(w as f64),
+            Some(v) => {
+                return Err(t.error("window", format!("expected \"auto\", \"unbounded\" or a number > 0, found {v}")))
+            }
+        };
+        t.finish()?;
+        let model = match model {
+            "phold" => DesModel::Phold(phold(sc)?),
+            "queues" => DesModel::Queues(queues(sc)?),
+            other => unreachable!("not a DES model: {other}"),
+        };
+        Ok(DesSetup { cfg, model })
+    }
+
+    /// What `--dry-run` prints.
+    pub fn describe(&self, ranks: usize) -> String {
+        let (lps, what) = match &self.model {
+            DesModel::Phold(p) => (
+                p.lps,
+                format!(
+                    "PHOLD: {} LPs, {} events each, mean {}, lookahead {}, remote {}, end {} (≈{:.0} events)",
+                    p.lps,
+                    p.start_events,
+                    p.mean,
+                    p.lookahead,
+                    p.remote,
+                    p.end,
+                    p.expected_events()
+                ),
+            ),
+            DesModel::Queues(q) => (
+                q.width * q.height,
+                format!(
+                    "closed queueing network: {}x{} torus, {} jobs per server, service {}, transit {}, end {}",
+                    q.width, q.height, q.jobs_per_server, q.service, q.transit, q.end
+                ),
+            ),
+        };
+        let mut s = format!(
+            "{what}\nengine {} on {ranks} ranks\n{:>6} {:>16} {:>8}\n",
+            self.cfg.engine.name(),
+            "rank",
+            "LPs",
+            "count"
+        );
+        let ranks_used = if self.cfg.engine == Engine::Sequential { 1 } else { ranks };
+        for r in 0..ranks as u64 {
+            let (a, b) = if (r as usize) < ranks_used {
+                let n = u64::from(lps);
+                let first = (0..n).find(|i| i * ranks_used as u64 / n == r).unwrap_or(n);
+                let last = (first..n).find(|i| i * ranks_used as u64 / n != r).unwrap_or(n);
+                (first, last)
+            } else {
+                (0, 0)
+            };
+            s += &format!("{r:>6} {:>16} {:>8}\n", format!("{a}..{b}"), b - a);
+        }
+        s
+    }
+}
+
+fn phold(sc: &mut Scenario) -> Result<Phold, InputError> {
+    let mut t = sc.section("phold", true)?;
+    let std = Phold::std(0.25);
+    let p = Phold {
+        lps: t.int("lps", Some(u64::from(std.lps)), 1..=u64::from(u32::MAX))? as u32,
+        start_events: t.int("start_events", Some(u64::from(std.start_events)), 0..=1 << 24)? as u32,
+        mean: t.float("mean", std.mean, 0.0..=f64::MAX)?,
+        lookahead: t.float("lookahead", std.lookahead, 0.0..=f64::MAX)?,
+        remote: t.float("remote", std.remote, 0.0..=1.0)?,
+        end: t.float("end", std.end, 0.0..=f64::MAX)?,
+    };
+    if let Err(msg) = p.validate() {
+        let key = if msg.contains("lookahead") { "lookahead" } else { "lps" };
+        return Err(t.error(key, msg));
+    }
+    t.finish()?;
+    Ok(p)
+}
+
+fn queues(sc: &mut Scenario) -> Result<Queues, InputError> {
+    let mut t = sc.section("queues", true)?;
+    let q = Queues {
+        width: t.int("width", Some(8), 1..=1 << 16)? as u32,
+        height: t.int("height", Some(8), 1..=1 << 16)? as u32,
+        jobs_per_server: t.int("jobs_per_server", Some(2), 0..=1 << 16)? as u32,
+        service: t.float("service", 1.0, f64::MIN_POSITIVE..=f64::MAX)?,
+        transit: t.float("transit", 0.5, f64::MIN_POSITIVE..=f64::MAX)?,
+        end: t.float("end", 1000.0, 0.0..=f64::MAX)?,
+    };
+    if let Err(msg) = q.validate() {
+        return Err(t.error("width", msg));
+    }
+    t.finish()?;
+    Ok(q)
+}
+
+/// Runs the model on this rank.
+pub fn run<C: Comm>(comm: &C, setup: &DesSetup, ctx: &RunContext) -> Result<ModelOutput, parsim_des::DesError> {
+    let cfg = DesConfig { seed: ctx.seed, ..setup.cfg.clone() };
+    match &setup.model {
+        DesModel::Phold(p) => {
+            let r = run_model(comm, p, &cfg, ctx)?;
+            let mut metrics = stats_json(&r.total);
+            metrics["expected_events"] = json!(p.expected_events());
+            Ok(ModelOutput { digest: r.digest, metrics })
+        }
+        DesModel::Queues(q) => {
+            let r = run_model(comm, q, &cfg, ctx)?;
+            let mut mine = QueueStats::default();
+            for (_, s) in &r.states {
+                mine.add(s, q.end);
+            }
+            let mut all = QueueStats::default();
+            for part in comm.all_gather_value(&mine)? {
+                all.merge(&part);
+            }
+            let (l_exact, x_exact) = q.exact();
+            let mut metrics = stats_json(&r.total);
+            metrics["queues"] = json!({
+                "mean_queue": all.mean_queue(),
+                "throughput": all.throughput(),
+                "mean_sojourn": all.mean_sojourn(),
+                "littles_law_l_over_lambda_w": all.mean_queue() / (all.throughput() * all.mean_sojourn()),
+                "exact_mean_queue": l_exact,
+                "exact_throughput": x_exact,
+            });
+            if comm.rank() == 0 {
+                eprintln!(
+                    "queues: L = {:.4} (exact {l_exact:.4}), throughput {:.4} (exact {x_exact:.4}), λW = {:.4}",
+                    all.mean_queue(),
+                    all.throughput(),
+                    all.throughput() * all.mean_sojourn()
+                );
+            }
+            Ok(ModelOutput { digest: r.digest, metrics })
+        }
+    }
+}
+
+fn run_model<C: Comm, M: Model>(
+    comm: &C,
+    model: &M,
+    cfg: &DesConfig,
+    ctx: &RunContext,
+) -> Result<Report<M::State>, parsim_des::DesError> {
+    let end = model.end_time();
+    let quiet = !ctx.progress || comm.rank() != 0;
+    let mut bar = Progress::new("GVT (simulated time)", end.ceil().max(1.0) as u64, quiet)
+        .every(std::time::Duration::from_millis(250));
+    let mut report = |gvt: f64, _end: f64, _committed: u64| bar.set(gvt.floor() as u64);
+    let r = parsim_des::run_with_progress(comm, model, cfg, Some(&mut report));
+    bar.finish();
+    let r = r?;
+    if !quiet {
+        print_stats(&r.total, cfg.engine);
+    }
+    Ok(r)
+}
+
+fn print_stats(s: &DesStats, engine: Engine) {
+    println!(
+        "{}: committed {} events ({:.2} M/s main loop, {:.2} M/s whole run)",
+        engine.name(),
+        s.committed,
+        s.rate_main_loop() / 1e6,
+        s.rate_total() / 1e6
+    );
+    match engine {
+        Engine::Optimistic => println!(
+            "  processed {}  rolled back {} (efficiency {:.4})  rollbacks {} primary / {} secondary  anti-messages {}  GVT rounds {}  peak uncommitted {}",
+            s.processed,
+            s.rolled_back,
+            s.efficiency(),
+            s.rollbacks_primary,
+            s.rollbacks_secondary,
+            s.anti_messages,
+            s.gvt_rounds,
+            s.peak_uncommitted
+        ),
+        Engine::Conservative => println!(
+            "  null messages {} for {} remote events (ratio {:.3})",
+            s.null_messages,
+            s.remote_events,
+            s.null_ratio()
+        ),
+        Engine::Window => println!("  windows {}  remote events {}", s.gvt_rounds, s.remote_events),
+        Engine::Sequential => {}
+    }
+}
+
+fn stats_json(s: &DesStats) -> Value {
+    json!({
+        "committed_events": s.committed,
+        "processed_events": s.processed,
+        "rolled_back_events": s.rolled_back,
+        "rollbacks_primary": s.rollbacks_primary,
+        "rollbacks_secondary": s.rollbacks_secondary,
+        "anti_messages": s.anti_messages,
+        "coasted_events": s.coasted,
+        "efficiency": s.efficiency(),
+        "gvt_rounds": s.gvt_rounds,
+        "null_messages": s.null_messages,
+        "null_ratio": s.null_ratio(),
+        "remote_events": s.remote_events,
+        "messages": s.messages,
+        "peak_uncommitted_events": s.peak_uncommitted,
+        "peak_pending_events": s.peak_pending,
+        "peak_memory_bytes": s.peak_memory_bytes,
+        "throttled": s.throttled,
+        "main_loop_s": s.main_loop_s,
+        "total_s": s.total_s,
+        "committed_per_s_main_loop": s.rate_main_loop(),
+        "committed_per_s_total": s.rate_total(),
+    })
+}

@@ -1,0 +1,181 @@
+//! A calendar queue (after Brown, 1988), one "year" at a time: buckets of
+//! equal width cover the near future; events beyond the year wait unsorted
+//! in an overflow list. Only the current bucket is sorted (descending, so
+//! the next event is popped from the end), when the queue reaches it. At the
+//! end of the year the overflow is spread over a new year whose bucket width
+//! comes from the spacing of the waiting events, so a bucket holds a few
+//! events whatever the time scale. Push and pop are O(1) amortised for the
+//! smooth timestamp distributions of PHOLD-like models; with massive ties a
+//! bucket degenerates to one sorted run (O(log n) per event, like a heap).
+
+use crate::model::Event;
+use crate::queue::PendingSet;
+
+/// A calendar queue of events.
+#[derive(Clone, Debug)]
+pub struct Calendar<P> {
+    buckets: Vec<Vec<Event<P>>>,
+    /// Start time of bucket 0.
+    base: f64,
+    width: f64,
+    inv_width: f64,
+    /// The current bucket: sorted descending; earlier buckets are empty.
+    cur: usize,
+    /// Events at or after the end of the year, unsorted.
+    far: Vec<Event<P>>,
+    len: usize,
+}
+
+impl<P> Default for Calendar<P> {
+    fn default() -> Self {
+        Calendar { buckets: Vec::new(), base: 0.0, width: 1.0, inv_width: 1.0, cur: 0, far: Vec::new(), len: 0 }
+    }
+}
+
+#[inline]
+fn sort_desc<P>(v: &mut [Event<P>]) {
+    v.sort_unstable_by_key(|e| std::cmp::Reverse(e.order()));
+}
+
+impl<P: Copy> Calendar<P> {
+    #[inline]
+    fn bucket_of(&self, t: f64) -> usize {
+        let x = (t - self.base) * self.inv_width;
+        // Negative (an event before the year, e.g. re-inserted by a rollback) → 0; NaN → 0.
+        if x >= 0.0 {
+            (x as usize).min(usize::MAX / 2)
+        } else {
+            0
+        }
+    }
+
+    /// Makes `buckets[cur]` non-empty and sorted, or leaves the queue empty.
+    #[inline]
+    fn settle(&mut self) {
+        if self.buckets.get(self.cur).is_some_and(|b| !b.is_empty()) {
+            return;
+        }
+        self.advance();
+    }
+
+    #[cold]
+    fn advance(&mut self) {
+        loop {
+            self.cur += 1;
+            if self.cur >= self.buckets.len() {
+                if self.far.is_empty() {
+                    self.cur = self.buckets.len();
+                    return;
+                }
+                self.new_year();
+            }
+            let b = &mut self.buckets[self.cur];
+            if !b.is_empty() {
+                sort_desc(b);
+                return;
+            }
+        }
+    }
+
+    /// Spreads the overflow over a new year.
+    fn new_year(&mut self) {
+        let n = self.far.len();
+        let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+        for e in &self.far {
+            lo = lo.min(e.time);
+            hi = hi.max(e.time);
+        }
+        // The spacing of the bulk: the 75th percentile of a sample, less the minimum.
+        let step = (n / 256).max(1);
+        let mut sample: Vec<f64> = self.far.iter().step_by(step).map(|e| e.time).collect();
+        sample.sort_unstable_by(f64::total_cmp);
+        let q = sample[(sample.len() * 3) / 4];
+        let buckets = n.next_power_of_two().clamp(16, 1 << 22);
+        // About two events per bucket in the bulk.
+        let mut width = 2.0 * (q - lo) / (0.75 * n as f64);
+        if !(width > 0.0 && width.is_finite()) {
+            width = (hi - lo) / buckets as f64;
+        }
+        if !(width > 0.0 && width.is_finite()) {
+            width = f64::MAX / 4.0; // all times equal: one bucket
+        }
+        self.base = lo;
+        self.width = width;
+        self.inv_width = 1.0 / width;
+        self.buckets.resize_with(buckets, Vec::new);
+        self.buckets.truncate(buckets);
+        for b in &mut self.buckets {
+            b.clear();
+        }
+        self.cur = 0;
+        let far = std::mem::take(&mut self.far);
+        let mut keep = Vec::with_capacity(far.capacity());
+        for e in far.iter() {
+            let j = self.bucket_of(e.time);
+            if j < buckets {
+                self.buckets[j].push(*e);
+            } else {
+                keep.push(*e);
+            }
+        }
+        self.far = keep;
+        sort_desc(&mut self.buckets[0]);
+    }
+}
+
+impl<P: Copy> PendingSet<P> for Calendar<P> {
+    #[inline]
+    fn push(&mut self, ev: Event<P>) {
+        self.len += 1;
+        let j = self.bucket_of(ev.time);
+        if self.cur >= self.buckets.len() {
+            // Empty (or never used): start a year at the next pop.
+            self.far.push(ev);
+            self.cur = self.buckets.len();
+            return;
+        }
+        if j > self.cur {
+            match self.buckets.get_mut(j) {
+                Some(b) => b.push(ev),
+                None => self.far.push(ev),
+            }
+            return;
+        }
+        if j < self.cur {
+            // Before the current bucket (a rollback re-inserting): that bucket is current now.
+            self.cur = j;
+        }
+        let b = &mut self.buckets[self.cur];
+        let o = ev.order();
+        // Sorted descending: insert after every larger event.
+        let at = b.partition_point(|e| e.order() > o);
+        b.insert(at, ev);
+    }
+
+    #[inline]
+    fn pop(&mut self) -> Option<Event<P>> {
+        if self.len == 0 {
+            return None;
+        }
+        self.settle();
+        let ev = self.buckets[self.cur].pop();
+        if ev.is_some() {
+            self.len -= 1;
+        }
+        ev
+    }
+
+    #[inline]
+    fn peek(&mut self) -> Option<&Event<P>> {
+        if self.len == 0 {
+            return None;
+        }
+        self.settle();
+        self.buckets[self.cur].last()
+    }
+
+    #[inline]
+    fn len(&self) -> usize {
+        self.len
+    }
+}
