@@ -4,8 +4,9 @@
 #   cargo fmt --check, cargo clippy -D warnings, the whole test suite on the
 #   threads backend, the Comm semantics suite under mpirun -n 1/2/4, a
 #   panicking rank under mpirun, the grid digest suite under mpirun -n 2/4,
-#   the CLI tests with MPI, and the README's main command on both backends
-#   with a digest comparison.
+#   the DES digest suite (every engine against sequential) under mpirun -n
+#   1/2/4, the CLI tests with MPI, the README's main command on both backends
+#   with a digest comparison, and the PHOLD acceptance command.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 step() { printf '\n==> %s\n' "$*"; }
@@ -72,6 +73,12 @@ for n in 2 4; do
   mpirun_ -n "$n" target/debug/examples/mpi_grid
 done
 
+cargo build -p parsim-des --features mpi --example mpi_des
+for n in 1 2 4; do
+  step "DES digests (PHOLD std/ties/remote 0.1-1.0, queues; every engine and Time Warp variant) under mpirun -n $n"
+  mpirun_ -n "$n" target/debug/examples/mpi_des
+done
+
 step "CLI tests with the MPI backend compiled in (ring and grid digests under mpirun -n 1/2/4)"
 cargo test -p parsim-cli --features mpi
 
@@ -91,5 +98,13 @@ for n in 1 2 4; do
   [ "$got" = "$want" ] || { echo "mpirun -n $n: digest $got != $want"; exit 1; }
 done
 echo "ring digest $want on threads (1, 2, 3, 4, 8 ranks) and MPI (1, 2, 4 ranks)"
+
+step "PHOLD std: Time Warp on 2 ranks commits the sequential history"
+cargo run --release -q -- run scenarios/phold.toml --out target/ci/phold-seq >/dev/null
+cargo run --release -q -- run scenarios/phold.toml --ranks 2 --set des.engine=optimistic --out target/ci/phold-tw
+want=$(grep -o '"digest": "[0-9a-f]*"' target/ci/phold-seq/summary.json | cut -d'"' -f4)
+got=$(grep -o '"digest": "[0-9a-f]*"' target/ci/phold-tw/summary.json | cut -d'"' -f4)
+[ "$got" = "$want" ] || { echo "PHOLD optimistic digest $got != sequential $want"; exit 1; }
+echo "PHOLD digest $want: sequential = optimistic on 2 ranks"
 
 step "all tests passed in $(( $(date +%s) - started )) s"

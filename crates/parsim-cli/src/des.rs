@@ -164,13 +164,21 @@ pub fn run<C: Comm>(comm: &C, setup: &DesSetup, ctx: &RunContext) -> Result<Mode
         }
         DesModel::Queues(q) => {
             let r = run_model(comm, q, &cfg, ctx)?;
-            let mut mine = QueueStats::default();
-            for (_, s) in &r.states {
-                mine.add(s, q.end);
-            }
+            // Sum the servers in id order, so the figures do not depend on the rank count.
+            let mine: Vec<(u32, QueueStats)> = r
+                .states
+                .iter()
+                .map(|(id, s)| {
+                    let mut one = QueueStats::default();
+                    one.add(s, q.end);
+                    (*id, one)
+                })
+                .collect();
+            let mut servers: Vec<(u32, QueueStats)> = comm.all_gather_value(&mine)?.into_iter().flatten().collect();
+            servers.sort_by_key(|(id, _)| *id);
             let mut all = QueueStats::default();
-            for part in comm.all_gather_value(&mine)? {
-                all.merge(&part);
+            for (_, one) in &servers {
+                all.merge(one);
             }
             let (l_exact, x_exact) = q.exact();
             let mut metrics = stats_json(&r.total);
