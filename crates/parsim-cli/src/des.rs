@@ -5,7 +5,7 @@
 
 use parsim_comm::Comm;
 use parsim_des::models::{Phold, QueueStats, Queues};
-use parsim_des::{DesConfig, DesStats, Engine, GvtAlgorithm, Model, Report, StateSaving};
+use parsim_des::{Cancellation, DesConfig, DesStats, Engine, GvtAlgorithm, Model, Report, StateSaving};
 use serde_json::{json, Value};
 
 use crate::progress::Progress;
@@ -42,6 +42,10 @@ impl DesSetup {
         cfg.state_saving = match t.choice("state_saving", Some("copy"), &["copy", "reverse"])?.as_str() {
             "copy" => StateSaving::Copy,
             _ => StateSaving::Reverse,
+        };
+        cfg.cancellation = match t.choice("cancellation", Some("aggressive"), &["aggressive", "lazy"])?.as_str() {
+            "aggressive" => Cancellation::Aggressive,
+            _ => Cancellation::Lazy,
         };
         cfg.gvt = match t.choice("gvt", Some("mattern"), &["mattern", "synchronous"])?.as_str() {
             "mattern" => GvtAlgorithm::Mattern,
@@ -262,6 +266,7 @@ fn stats_json(s: &DesStats) -> Value {
         "rollbacks_primary": s.rollbacks_primary,
         "rollbacks_secondary": s.rollbacks_secondary,
         "anti_messages": s.anti_messages,
+        "lazy_reused_messages": s.lazy_reused,
         "coasted_events": s.coasted,
         "efficiency": s.efficiency(),
         "gvt_rounds": s.gvt_rounds,

@@ -10,7 +10,7 @@
 
 use parsim_comm::{launch, mpi, Comm};
 use parsim_des::models::{Phold, Queues};
-use parsim_des::{DesConfig, Engine, GvtAlgorithm, Model};
+use parsim_des::{Cancellation, DesConfig, Engine, GvtAlgorithm, Model};
 
 fn check<C: Comm, M: Model>(comm: &C, name: &str, model: &M) -> Result<usize, String> {
     let seq = DesConfig::new(Engine::Sequential).seed(4);
@@ -24,6 +24,7 @@ fn check<C: Comm, M: Model>(comm: &C, name: &str, model: &M) -> Result<usize, St
         tw.clone().window(f64::INFINITY).checkpoint_every(4).gvt_interval(256),
         tw.clone().gvt(GvtAlgorithm::Synchronous),
         tw.clone().memory_limit(300).window(f64::INFINITY),
+        tw.clone().cancellation(Cancellation::Lazy).window(f64::INFINITY),
     ];
     for cfg in &configs {
         let r = parsim_des::run(comm, model, cfg).map_err(|e| format!("{name} {}: {e}", cfg.engine.name()))?;

@@ -52,6 +52,19 @@ pub enum StateSaving {
     Reverse,
 }
 
+/// How Time Warp cancels the messages of rolled-back events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Cancellation {
+    /// Send the anti-messages at once.
+    Aggressive,
+    /// Hold them back; re-execution that sends the same message again keeps
+    /// the original. Pays off for handlers whose sends do not depend on what
+    /// the straggler changed — the event's random stream is keyed by the
+    /// LP's event count, which a straggler shifts, so draws differ after one.
+    Lazy,
+}
+
 /// How Time Warp computes GVT.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -79,6 +92,8 @@ pub struct DesConfig {
     pub checkpoint_every: u32,
     /// Time Warp: copy state saving or reverse computation.
     pub state_saving: StateSaving,
+    /// Time Warp: aggressive or lazy cancellation.
+    pub cancellation: Cancellation,
     /// Time Warp: the GVT algorithm.
     pub gvt: GvtAlgorithm,
     /// Time Warp: events a rank processes between GVT rounds it starts (rank 0) or between polls.
@@ -105,6 +120,7 @@ impl DesConfig {
             seed: 0,
             checkpoint_every: 1,
             state_saving: StateSaving::Copy,
+            cancellation: Cancellation::Aggressive,
             gvt: GvtAlgorithm::Mattern,
             gvt_interval: 4096,
             memory_limit: 4_000_000,
@@ -129,6 +145,12 @@ impl DesConfig {
     /// Sets the state-saving method.
     pub fn state_saving(mut self, s: StateSaving) -> Self {
         self.state_saving = s;
+        self
+    }
+
+    /// Sets the cancellation policy.
+    pub fn cancellation(mut self, c: Cancellation) -> Self {
+        self.cancellation = c;
         self
     }
 

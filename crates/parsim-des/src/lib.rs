@@ -39,7 +39,7 @@ mod stats;
 
 use parsim_comm::Comm;
 
-pub use config::{DesConfig, Engine, GvtAlgorithm, StateSaving};
+pub use config::{Cancellation, DesConfig, Engine, GvtAlgorithm, StateSaving};
 pub use engine::Report;
 pub use error::{DesError, Result};
 pub use model::{time_from_key, time_key, Ctx, Event, LpId, Model, Order};

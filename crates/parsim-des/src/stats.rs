@@ -17,6 +17,8 @@ pub struct DesStats {
     pub rollbacks_secondary: u64,
     /// Anti-messages sent.
     pub anti_messages: u64,
+    /// Messages lazy cancellation did not have to cancel (re-execution sent them again).
+    pub lazy_reused: u64,
     /// Events executed again, without sending, to rebuild a state after a rollback.
     pub coasted: u64,
     /// GVT rounds (Time Warp) or windows (window engine).
@@ -50,6 +52,7 @@ impl DesStats {
         self.rollbacks_primary += o.rollbacks_primary;
         self.rollbacks_secondary += o.rollbacks_secondary;
         self.anti_messages += o.anti_messages;
+        self.lazy_reused += o.lazy_reused;
         self.coasted += o.coasted;
         self.gvt_rounds = self.gvt_rounds.max(o.gvt_rounds);
         self.null_messages += o.null_messages;

@@ -23,7 +23,7 @@ use parsim_core::rng::{Stream, StreamKey};
 use super::{
     fail_everywhere, finish, init_lps, words_per_event, Commits, Limits, LpMap, Outbox, Report, DES_TAG, ERROR_TAG,
 };
-use crate::config::{GvtAlgorithm, StateSaving};
+use crate::config::{Cancellation, GvtAlgorithm, StateSaving};
 use crate::error::Result;
 use crate::model::{time_key, Event, Model, Order};
 use crate::queue::{Pending, PendingSet};
@@ -115,8 +115,11 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
     fn new(comm: &'a C, model: &'a M, cfg: &'a DesConfig, map: &'a LpMap) -> Result<Self> {
         let (p, me) = (comm.size(), comm.rank());
         let lim = Limits::new(model, false);
-        let saving =
-            Saving { every: u64::from(cfg.checkpoint_every), reverse: cfg.state_saving == StateSaving::Reverse };
+        let saving = Saving {
+            every: u64::from(cfg.checkpoint_every),
+            reverse: cfg.state_saving == StateSaving::Reverse,
+            lazy: cfg.cancellation == Cancellation::Lazy,
+        };
         let mut tw = TimeWarp {
             comm,
             model,
@@ -226,8 +229,29 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
         } else {
             *self.cancelled.entry(event_key(&anti)).or_insert(0) += 1;
             self.cancelled_min = self.cancelled_min.min(o);
+            if !self.lps[x].held.is_empty() {
+                let mut antis = std::mem::take(&mut self.antis);
+                self.lps[x].release_held(o, &mut antis);
+                let r = self.send_antis(&mut antis);
+                self.antis = antis;
+                r?;
+            }
         }
         Ok(())
+    }
+
+    /// Sends anti-messages (annihilating local ones at once).
+    fn send_antis(&mut self, antis: &mut Vec<Event<M::Payload>>) -> Result<()> {
+        let mut result = Ok(());
+        for a in antis.drain(..) {
+            if result.is_err() {
+                continue;
+            }
+            self.stats.anti_messages += 1;
+            let r = self.map.owner[a.dest as usize] as usize;
+            result = if r == self.me() { self.annihilate(a) } else { self.put(r, &a, true) };
+        }
+        result
     }
 
     /// Rolls LP `x` back to before `to`, cancelling what it sent; cascades
@@ -251,15 +275,7 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
         for ev in reinsert.drain(..) {
             self.pending.push(ev);
         }
-        let mut result = Ok(());
-        for a in antis.drain(..) {
-            self.stats.anti_messages += 1;
-            let r = self.map.owner[a.dest as usize] as usize;
-            result = if r == self.me() { self.annihilate(a) } else { self.put(r, &a, true) };
-            if result.is_err() {
-                break;
-            }
-        }
+        let result = self.send_antis(&mut antis);
         self.reinsert = reinsert;
         self.antis = antis;
         result
@@ -309,16 +325,21 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
             self.pending.pop();
             let x = self.map.local[ev.dest as usize] as usize;
             let mut out = std::mem::take(&mut self.out);
-            let r = self.lps[x].process(self.model, ev, self.saving, self.lim, &mut out);
+            let mut antis = std::mem::take(&mut self.antis);
+            let r = self.lps[x].process(self.model, ev, self.saving, self.lim, &mut out, &mut antis);
             self.stats.processed += 1;
             self.uncommitted += 1;
-            let mut result = r;
+            let mut result = r.map(|reused| self.stats.lazy_reused += reused);
+            if result.is_ok() && !antis.is_empty() {
+                result = self.send_antis(&mut antis);
+            }
             for e in out.drain(..) {
                 if result.is_ok() {
                     result = self.route(e);
                 }
             }
             self.out = out;
+            self.antis = antis;
             result?;
             done += 1;
         }
@@ -422,6 +443,7 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
         let (commits, buf) = (&mut self.commits, &mut self.commit_buf);
         let mut n = 0;
         for h in &mut self.lps {
+            debug_assert!(h.held.iter().all(|x| x.by >= g), "LP {} holds a message from below GVT {g:?}", h.id);
             n += h.fossil(g, self.saving, |ev| {
                 commits.add(ev);
                 if wants {
@@ -444,6 +466,8 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
         self.stats.peak_memory_bytes = self.stats.peak_memory_bytes.max(bytes);
         if g == Order::MAX {
             self.finished = true;
+            debug_assert!(self.lps.iter().all(|h| h.held.is_empty()), "held messages at the end");
+            debug_assert!(self.cancelled.is_empty(), "cancellations without their event at the end");
         }
         Ok(())
     }

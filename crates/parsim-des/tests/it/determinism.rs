@@ -62,3 +62,37 @@ fn seeds_change_the_history() {
     let b = digest(&m, &DesConfig::new(Engine::Sequential).seed(2), 1).0;
     assert_ne!(a, b);
 }
+
+/// PHOLD with its LPs dealt round-robin to the ranks instead of in blocks.
+struct RoundRobin(Phold);
+
+impl parsim_des::Model for RoundRobin {
+    type State = ();
+    type Payload = ();
+    fn lps(&self) -> u32 {
+        self.0.lps
+    }
+    fn lookahead(&self) -> f64 {
+        self.0.lookahead
+    }
+    fn end_time(&self) -> f64 {
+        self.0.end
+    }
+    fn init(&self, lp: parsim_des::LpId, ctx: &mut parsim_des::Ctx<'_, ()>) {
+        self.0.init(lp, ctx)
+    }
+    fn on_event(&self, s: &mut (), ev: &parsim_des::Event<()>, ctx: &mut parsim_des::Ctx<'_, ()>) {
+        self.0.on_event(s, ev, ctx)
+    }
+    fn mapping(&self, ranks: usize) -> Option<Vec<u32>> {
+        Some((0..self.0.lps).map(|i| i % ranks as u32).collect())
+    }
+}
+
+#[test]
+fn a_custom_lp_mapping_commits_the_same_history() {
+    let m = small(0.25);
+    let (want, _) = digest(&m, &DesConfig::new(Engine::Sequential), 1);
+    all_engines_agree(&RoundRobin(m), &[2, 3, 4], &DesConfig::new(Engine::Sequential));
+    assert_eq!(digest(&RoundRobin(m), &DesConfig::new(Engine::Optimistic), 3).0, want);
+}

@@ -42,20 +42,45 @@ pub(super) struct History<S, P> {
     pub committed: u64,
     pub sent: VecDeque<Sent<P>>,
     pub saved: VecDeque<Saved<S>>,
+    /// Lazy cancellation's held-back messages.
+    pub held: Vec<Held<P>>,
 }
 
-/// How an LP restores states.
+/// How an LP restores states and cancels.
 #[derive(Clone, Copy)]
 pub(super) struct Saving {
     /// Save every this many events (copy saving).
     pub every: u64,
     /// Undo with the model's reverse handler instead.
     pub reverse: bool,
+    /// Lazy cancellation: hold back the anti-messages of a rollback until
+    /// re-execution shows the messages were not sent again.
+    pub lazy: bool,
+}
+
+/// A message sent by an undone event, held back under lazy cancellation.
+pub(super) struct Held<P> {
+    /// The order of the event that sent it (it is pending again).
+    pub by: Order,
+    pub ev: Event<P>,
+}
+
+fn same<P: bytemuck::Pod>(a: &Event<P>, b: &Event<P>) -> bool {
+    a.order() == b.order() && a.dest == b.dest && bytemuck::bytes_of(&a.payload) == bytemuck::bytes_of(&b.payload)
 }
 
 impl<S: Clone, P: bytemuck::Pod> History<S, P> {
     pub fn new(lp: Lp<S>, id: u32) -> Self {
-        History { lp, id, done: VecDeque::new(), base: 0, committed: 0, sent: VecDeque::new(), saved: VecDeque::new() }
+        History {
+            lp,
+            id,
+            done: VecDeque::new(),
+            base: 0,
+            committed: 0,
+            sent: VecDeque::new(),
+            saved: VecDeque::new(),
+            held: Vec::new(),
+        }
     }
 
     /// The order of the last executed event.
@@ -64,7 +89,10 @@ impl<S: Clone, P: bytemuck::Pod> History<S, P> {
         self.done.back().map(|d| d.ev.order())
     }
 
-    /// Executes `ev`; what it schedules is appended to `out` (and remembered).
+    /// Executes `ev`; what it schedules is appended to `out` (and
+    /// remembered). Under lazy cancellation, messages identical to held-back
+    /// ones are not appended (their receivers have them); held-back messages
+    /// that were not sent again go to `antis`. Returns how many were reused.
     #[inline]
     pub fn process<M: Model<State = S, Payload = P>>(
         &mut self,
@@ -73,7 +101,20 @@ impl<S: Clone, P: bytemuck::Pod> History<S, P> {
         saving: Saving,
         lim: Limits,
         out: &mut Vec<Event<P>>,
-    ) -> Result<()> {
+        antis: &mut Vec<Event<P>>,
+    ) -> Result<u64> {
+        let o = ev.order();
+        if !self.held.is_empty() {
+            // Their senders come before this event and did not send them again.
+            self.held.retain(|h| {
+                if h.by < o {
+                    antis.push(h.ev);
+                    false
+                } else {
+                    true
+                }
+            });
+        }
         if !saving.reverse && (self.lp.count % saving.every == 0 || self.saved.is_empty()) {
             self.saved.push_back(Saved { index: self.lp.count, state: self.lp.state.clone(), seq: self.lp.seq });
         }
@@ -83,7 +124,41 @@ impl<S: Clone, P: bytemuck::Pod> History<S, P> {
             self.sent.push_back(Sent { time: e.time, dest: e.dest, seq: e.seq, payload: e.payload });
         }
         self.done.push_back(Done { ev, seq0, sent: (out.len() - n0) as u32 });
-        Ok(())
+        let mut reused = 0;
+        if !self.held.is_empty() {
+            let mut i = n0;
+            while i < out.len() {
+                if let Some(k) = self.held.iter().position(|h| h.by == o && same(&h.ev, &out[i])) {
+                    self.held.swap_remove(k);
+                    out.remove(i);
+                    reused += 1;
+                } else {
+                    i += 1;
+                }
+            }
+            self.held.retain(|h| {
+                if h.by == o {
+                    antis.push(h.ev);
+                    false
+                } else {
+                    true
+                }
+            });
+        }
+        Ok(reused)
+    }
+
+    /// Under lazy cancellation, the event `by` was annihilated while pending:
+    /// what it had sent before its rollback is cancelled now.
+    pub fn release_held(&mut self, by: Order, antis: &mut Vec<Event<P>>) {
+        self.held.retain(|h| {
+            if h.by == by {
+                antis.push(h.ev);
+                false
+            } else {
+                true
+            }
+        });
     }
 
     /// Undoes every executed event at or after `to`. Undone events go to
@@ -102,6 +177,10 @@ impl<S: Clone, P: bytemuck::Pod> History<S, P> {
         scratch: &mut Vec<Event<P>>,
     ) -> Result<(u64, u64)> {
         let mut undone = 0;
+        // Two identical events (same order) can both have been executed — a
+        // message and its re-sent twin, before the first one's anti-message
+        // arrives: drop only one of them.
+        let mut drop = drop;
         while let Some(d) = self.done.back() {
             if d.ev.order() < to {
                 break;
@@ -113,16 +192,26 @@ impl<S: Clone, P: bytemuck::Pod> History<S, P> {
                 "Time Warp invariant broken: LP {} rolled back to {to:?}, before GVT (a committed event)",
                 self.id
             );
+            let dropped = Some(d.ev.order()) == drop;
+            if dropped {
+                drop = None;
+            }
+            let hold = saving.lazy && !dropped;
             for _ in 0..d.sent {
                 let s = self.sent.pop_back().expect("sent log");
-                antis.push(Event { time: s.time, dest: s.dest, src: self.id, seq: s.seq, payload: s.payload });
+                let ev = Event { time: s.time, dest: s.dest, src: self.id, seq: s.seq, payload: s.payload };
+                if hold {
+                    self.held.push(Held { by: d.ev.order(), ev });
+                } else {
+                    antis.push(ev);
+                }
             }
             if saving.reverse {
                 model.reverse(&mut self.lp.state, &d.ev);
                 self.lp.count -= 1;
                 self.lp.seq = d.seq0;
             }
-            if Some(d.ev.order()) != drop {
+            if !dropped {
                 reinsert.push(d.ev);
             }
             undone += 1;
