@@ -33,6 +33,8 @@ pub struct Row {
     pub efficiency: f64,
     /// Rollbacks (primary + secondary).
     pub rollbacks: u64,
+    /// Null messages (conservative).
+    pub null_messages: u64,
     /// Null messages per real remote event (conservative).
     pub null_ratio: f64,
     /// GVT rounds or windows.
@@ -117,12 +119,13 @@ pub fn run(out: PathBuf, quick: bool, reps: usize) -> Result<()> {
                 vs_sequential: rate / seq_rate,
                 efficiency: median(s.iter().map(|(x, _)| x.efficiency()).collect()),
                 rollbacks: last.rollbacks_primary + last.rollbacks_secondary,
+                null_messages: last.null_messages,
                 null_ratio: last.null_ratio(),
                 gvt_rounds: last.gvt_rounds,
                 digest: digest.clone(),
             };
             println!(
-                "{:>6.2} {:>20} {:>5} {:>9} {:>9.2} {:>9.2} {:>7.2} {:>9.4} {:>9} {:>7.3} {:>7}",
+                "{:>6.2} {:>20} {:>5} {:>9} {:>9.2} {:>9.2} {:>7.2} {:>9.4} {:>9} {:>7} {:>7}",
                 row.remote,
                 row.engine,
                 row.ranks,
@@ -132,7 +135,7 @@ pub fn run(out: PathBuf, quick: bool, reps: usize) -> Result<()> {
                 row.vs_sequential,
                 row.efficiency,
                 row.rollbacks,
-                row.null_ratio,
+                row.null_messages,
                 row.gvt_rounds
             );
             rows.push(row);
