@@ -9,6 +9,9 @@
 //! uncommitted events throttles a rank that runs too far ahead: it then only
 //! executes the event at GVT — which nothing can roll back — until GVT
 //! catches up, so memory stays bounded and the run still progresses.
+//! An invalid send is speculative like everything else: it stops the run
+//! (with the same error the sequential engine reports) only once GVT passes
+//! the event that made it, and is forgotten if that event is rolled back.
 
 mod gvt;
 mod history;
@@ -24,7 +27,7 @@ use super::{
     fail_everywhere, finish, init_lps, words_per_event, Commits, Limits, LpMap, Outbox, Report, DES_TAG, ERROR_TAG,
 };
 use crate::config::{Cancellation, GvtAlgorithm, StateSaving};
-use crate::error::Result;
+use crate::error::{DesError, Result};
 use crate::model::{time_key, Event, Model, Order};
 use crate::queue::{Pending, PendingSet};
 use crate::stats::DesStats;
@@ -98,6 +101,9 @@ struct TimeWarp<'a, C: Comm, M: Model> {
     outbox: Outbox<C>,
     gvt: Mattern,
     uncommitted: u64,
+    /// Invalid sends of executed events, by local LP and event order: they
+    /// stop the run once GVT passes them, and vanish if rolled back.
+    errors: Vec<(usize, Order, DesError)>,
     commits: Commits,
     commit_buf: Vec<Event<M::Payload>>,
     stats: DesStats,
@@ -136,6 +142,7 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
             outbox: Outbox::new(),
             gvt: Mattern::new(p, me),
             uncommitted: 0,
+            errors: Vec::new(),
             commits: Commits::default(),
             commit_buf: Vec::new(),
             stats: DesStats::default(),
@@ -269,6 +276,9 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
             &mut antis,
             &mut self.scratch,
         )?;
+        if !self.errors.is_empty() {
+            self.errors.retain(|(lp, o, _)| *lp != x || *o < to);
+        }
         self.stats.rolled_back += undone;
         self.stats.coasted += coasted;
         self.uncommitted -= undone;
@@ -326,11 +336,16 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
             let x = self.map.local[ev.dest as usize] as usize;
             let mut out = std::mem::take(&mut self.out);
             let mut antis = std::mem::take(&mut self.antis);
-            let r = self.lps[x].process(self.model, ev, self.saving, self.lim, &mut out, &mut antis);
+            let (reused, error) = self.lps[x].process(self.model, ev, self.saving, self.lim, &mut out, &mut antis);
             self.stats.processed += 1;
             self.uncommitted += 1;
-            let mut result = r.map(|reused| self.stats.lazy_reused += reused);
-            if result.is_ok() && !antis.is_empty() {
+            self.stats.lazy_reused += reused;
+            if let Some(e) = error {
+                // Speculative until committed: a rollback may undo the event.
+                self.errors.push((x, ev.order(), e));
+            }
+            let mut result = Ok(());
+            if !antis.is_empty() {
                 result = self.send_antis(&mut antis);
             }
             for e in out.drain(..) {
@@ -435,6 +450,10 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
 
     /// A new GVT: commit and free everything before it.
     fn new_gvt(&mut self, g: Order) -> Result<()> {
+        if let Some(k) = (0..self.errors.len()).filter(|&k| self.errors[k].1 < g).min_by_key(|&k| self.errors[k].1) {
+            // The invalid send is part of the committed history now.
+            return Err(self.errors.swap_remove(k).2);
+        }
         self.gvt.gvt = g;
         self.gvt.open = false;
         self.stats.gvt_rounds += 1;

@@ -130,3 +130,59 @@ fn bad_configuration_is_refused() {
         assert!(!e[0].is_empty());
     }
 }
+
+/// LP 1 (slow) tells LP 0 at time 5.5 that it may proceed; LP 0 checks at
+/// time 6 and makes an invalid send if it has not heard. Sequentially the
+/// check always passes; Time Warp runs LP 0 ahead, so its first execution
+/// of the check fails — speculatively — and is rolled back by the marker.
+struct Speculative;
+
+impl Model for Speculative {
+    type State = bool; // LP 0: heard the marker
+    type Payload = u32; // 0: step, 1: marker, 2: check
+    fn lps(&self) -> u32 {
+        2
+    }
+    fn lookahead(&self) -> f64 {
+        0.5
+    }
+    fn end_time(&self) -> f64 {
+        10.0
+    }
+    fn init(&self, lp: LpId, ctx: &mut Ctx<'_, u32>) -> bool {
+        if lp == 0 {
+            ctx.send(0, 6.0, 2);
+        } else {
+            ctx.send(1, 1.0, 0);
+        }
+        false
+    }
+    fn on_event(&self, heard: &mut bool, ev: &Event<u32>, ctx: &mut Ctx<'_, u32>) {
+        match ev.payload {
+            0 => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                if ev.time < 5.0 {
+                    ctx.send(1, 1.0, 0);
+                } else {
+                    ctx.send(0, 0.5, 1);
+                }
+            }
+            1 => *heard = true,
+            _ => {
+                if !*heard {
+                    ctx.send(0, -1.0, 2);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn an_invalid_send_that_is_rolled_back_is_not_an_error() {
+    let seq = parsim_comm::launch(1, |comm| parsim_des::run(&comm, &Speculative, &DesConfig::new(Engine::Sequential)))
+        .expect("sequentially the check passes");
+    let cfg = DesConfig::new(Engine::Optimistic).window(f64::INFINITY);
+    let tw = parsim_comm::launch(2, |comm| parsim_des::run(&comm, &Speculative, &cfg)).expect("rolled back, not fatal");
+    assert_eq!(tw[0].digest, seq[0].digest);
+    assert!(tw[0].total.rolled_back > 0, "the check should have run speculatively: {:?}", tw[0].total);
+}

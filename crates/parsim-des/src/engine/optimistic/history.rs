@@ -5,7 +5,7 @@
 use std::collections::VecDeque;
 
 use crate::engine::{execute, Limits, Lp};
-use crate::error::Result;
+use crate::error::{DesError, Result};
 use crate::model::{Event, Model, Order};
 
 /// An executed event and what undoing it needs.
@@ -92,7 +92,9 @@ impl<S: Clone, P: bytemuck::Pod> History<S, P> {
     /// Executes `ev`; what it schedules is appended to `out` (and
     /// remembered). Under lazy cancellation, messages identical to held-back
     /// ones are not appended (their receivers have them); held-back messages
-    /// that were not sent again go to `antis`. Returns how many were reused.
+    /// that were not sent again go to `antis`. Returns how many were reused,
+    /// and the model's error if the handler made an invalid send (the event
+    /// still counts as executed: the error only stands if it is committed).
     #[inline]
     pub fn process<M: Model<State = S, Payload = P>>(
         &mut self,
@@ -102,7 +104,7 @@ impl<S: Clone, P: bytemuck::Pod> History<S, P> {
         lim: Limits,
         out: &mut Vec<Event<P>>,
         antis: &mut Vec<Event<P>>,
-    ) -> Result<u64> {
+    ) -> (u64, Option<DesError>) {
         let o = ev.order();
         if !self.held.is_empty() {
             // Their senders come before this event and did not send them again.
@@ -119,7 +121,7 @@ impl<S: Clone, P: bytemuck::Pod> History<S, P> {
             self.saved.push_back(Saved { index: self.lp.count, state: self.lp.state.clone(), seq: self.lp.seq });
         }
         let (seq0, n0) = (self.lp.seq, out.len());
-        execute(model, &mut self.lp, &ev, lim, out)?;
+        let error = execute(model, &mut self.lp, &ev, lim, out).err();
         for e in &out[n0..] {
             self.sent.push_back(Sent { time: e.time, dest: e.dest, seq: e.seq, payload: e.payload });
         }
@@ -145,7 +147,7 @@ impl<S: Clone, P: bytemuck::Pod> History<S, P> {
                 }
             });
         }
-        Ok(reused)
+        (reused, error)
     }
 
     /// Under lazy cancellation, the event `by` was annihilated while pending:
@@ -231,7 +233,8 @@ impl<S: Clone, P: bytemuck::Pod> History<S, P> {
             for i in from..self.done.len() {
                 let ev = self.done[i].ev;
                 scratch.clear();
-                execute(model, &mut self.lp, &ev, lim, scratch)?;
+                // An invalid send here was reported when the event first ran.
+                let _ = execute(model, &mut self.lp, &ev, lim, scratch);
                 coasted += 1;
             }
             scratch.clear();
