@@ -216,9 +216,12 @@ fn run_model<C: Comm, M: Model>(
     let end = model.end_time();
     let quiet = !ctx.progress || comm.rank() != 0;
     let mut bar = Progress::new("GVT (simulated time)", end.ceil().max(1.0) as u64, quiet)
-        .every(std::time::Duration::from_millis(250));
+        .every(std::time::Duration::from_millis(100));
     let mut report = |gvt: f64, _end: f64, _committed: u64| bar.set(gvt.floor() as u64);
     let r = parsim_des::run_with_progress(comm, model, cfg, Some(&mut report));
+    if r.is_ok() {
+        bar.set(end.ceil().max(1.0) as u64);
+    }
     bar.finish();
     let r = r?;
     if !quiet {

@@ -15,6 +15,9 @@ pub struct Progress {
     last_line: Instant,
     quiet: bool,
     every: Duration,
+    /// The last amount set, and whether `finish` has reported it.
+    done: u64,
+    finished: bool,
 }
 
 /// How often plain progress lines are printed.
@@ -35,7 +38,17 @@ impl Progress {
             b
         });
         let now = Instant::now();
-        Progress { label: label.to_string(), total, bar, start: now, last_line: now, quiet, every: LINE_EVERY }
+        Progress {
+            label: label.to_string(),
+            total,
+            bar,
+            start: now,
+            last_line: now,
+            quiet,
+            every: LINE_EVERY,
+            done: 0,
+            finished: false,
+        }
     }
 
     /// Prints plain lines this often (default 2 s) when not on a terminal.
@@ -49,6 +62,7 @@ impl Progress {
         if self.quiet {
             return;
         }
+        self.done = done;
         if let Some(b) = &self.bar {
             b.set_position(done);
             return;
@@ -67,11 +81,14 @@ impl Progress {
         }
     }
 
-    /// Ends the report.
+    /// Ends the report: clears the bar, or prints a last plain line.
     pub fn finish(&mut self) {
         if let Some(b) = self.bar.take() {
             b.finish_and_clear();
+        } else if !self.quiet && !self.finished {
+            eprintln!("{}: {}/{} in {:.2} s", self.label, self.done, self.total, self.start.elapsed().as_secs_f64());
         }
+        self.finished = true;
     }
 }
 

@@ -171,7 +171,7 @@ impl<'a, C: Comm, M: Model> Cmb<'a, C, M> {
             }
             idle = done == 0 && !got;
             if let Some(f) = progress {
-                if last_progress.elapsed().as_millis() >= 200 {
+                if last_progress.elapsed().as_millis() >= 20 {
                     last_progress = Instant::now();
                     f(lvt.min(end), end, self.commits.count);
                 }

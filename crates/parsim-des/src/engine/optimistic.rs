@@ -542,7 +542,6 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
         let me = self.me();
         let end = self.model.end_time();
         let mut idle = false;
-        let mut last_progress = Instant::now();
         while !self.finished {
             self.poll(idle)?;
             if self.finished {
@@ -563,10 +562,7 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
                 self.start_round()?;
                 idle = false; // look again before blocking: the round may have freed memory
                 if let Some(f) = progress {
-                    if last_progress.elapsed().as_millis() >= 200 || self.finished {
-                        last_progress = Instant::now();
-                        f(self.gvt.gvt.time_f64().min(end), end, self.commits.count);
-                    }
+                    f(self.gvt.gvt.time_f64().min(end), end, self.commits.count);
                 }
             }
         }
