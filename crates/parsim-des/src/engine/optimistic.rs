@@ -39,6 +39,8 @@ const EVENTS: u64 = 1;
 const TOKEN: u64 = 2;
 const GVT: u64 = 3;
 const SYNC_START: u64 = 4;
+/// A rank at its memory limit asks rank 0 for a GVT round now.
+const GVT_REQUEST: u64 = 5;
 /// Marks an anti-message record (in the `seq` word; sequence numbers stay below 2^63).
 const ANTI: u64 = 1 << 63;
 
@@ -109,6 +111,13 @@ struct TimeWarp<'a, C: Comm, M: Model> {
     stats: DesStats,
     finished: bool,
     since_round: u64,
+    /// This rank asked for a round since the last GVT (at most once per GVT).
+    requested: bool,
+    /// Rank 0: a round was asked for.
+    round_wanted: bool,
+    /// GVT requests sent (any rank) and received (rank 0), drained at the end.
+    requests_sent: u64,
+    requests_received: u64,
     chaos: Option<Stream>,
     // Scratch buffers.
     out: Vec<Event<M::Payload>>,
@@ -148,6 +157,10 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
             stats: DesStats::default(),
             finished: false,
             since_round: 0,
+            requested: false,
+            round_wanted: false,
+            requests_sent: 0,
+            requests_received: 0,
             chaos: (cfg.chaos != 0)
                 .then(|| StreamKey::new(cfg.chaos).purpose("parsim.des.chaos").with(me as u64).stream()),
             out: Vec::new(),
@@ -330,6 +343,16 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
             }
             if self.uncommitted >= self.cfg.memory_limit && o != self.gvt.gvt {
                 self.stats.throttled += 1;
+                // Force a GVT round: only a new GVT can free memory.
+                if !self.requested {
+                    self.requested = true;
+                    if self.me() == 0 {
+                        self.round_wanted = true;
+                    } else {
+                        self.requests_sent += 1;
+                        self.send_control(0, vec![GVT_REQUEST])?;
+                    }
+                }
                 break;
             }
             self.pending.pop();
@@ -408,6 +431,10 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
             }
             GVT => self.new_gvt(Order { time: w[1], src: w[2] as u32, seq: w[3] })?,
             SYNC_START => self.sync_gvt()?,
+            GVT_REQUEST => {
+                self.requests_received += 1;
+                self.round_wanted = true;
+            }
             k => panic!("unknown Time Warp message kind {k} from rank {source}"),
         }
         Ok(())
@@ -456,6 +483,7 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
         }
         self.gvt.gvt = g;
         self.gvt.open = false;
+        self.requested = false;
         self.stats.gvt_rounds += 1;
         self.since_round = 0;
         let wants = self.model.wants_commits();
@@ -558,7 +586,8 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
             self.flush()?;
             self.since_round += u64::from(done);
             idle = done == 0;
-            if me == 0 && !self.gvt.open && (idle || self.since_round >= self.cfg.gvt_interval) {
+            if me == 0 && !self.gvt.open && (idle || self.round_wanted || self.since_round >= self.cfg.gvt_interval) {
+                self.round_wanted = false;
                 self.start_round()?;
                 idle = false; // look again before blocking: the round may have freed memory
                 if let Some(f) = progress {
@@ -567,6 +596,15 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
             }
         }
         self.stats.main_loop_s = t.elapsed().as_secs_f64();
+        // Requests still in flight when the run ended: receive them.
+        let total = self.comm.all_reduce(&[self.requests_sent], ReduceOp::Sum)?[0];
+        if me == 0 {
+            while self.requests_received < total {
+                let msg = self.comm.recv::<u64>(Source::Any, TagMatch::Tag(DES_TAG))?;
+                debug_assert_eq!(msg.data, [GVT_REQUEST]);
+                self.requests_received += 1;
+            }
+        }
         Ok(())
     }
 }
