@@ -4,10 +4,12 @@
 //! Exit codes: 0 success, 1 the run failed, 2 bad input or usage.
 
 mod bench;
+mod bench_partition;
 mod bench_phold;
 mod bench_stencil;
 mod des;
 mod grid;
+mod partition_cmd;
 mod progress;
 mod ring;
 mod runner;
@@ -57,6 +59,46 @@ enum Command {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Partition a graph file into K parts (gpmetis-compatible): writes NAME.part.K.
+    Partition {
+        /// The graph: METIS format, or .mtx (Matrix Market), .txt/.el (SNAP edge list), .bin/.u32 (u32 pairs).
+        graph: PathBuf,
+        /// Number of parts.
+        k: usize,
+        /// multilevel (default), spectral, rcb, sfc (need --coords), ldg, fennel, lp; vertex cuts: hash, greedy, hdrf.
+        #[arg(long, default_value = "multilevel")]
+        method: String,
+        /// Largest part weight over the target, e.g. 1.03 (gpmetis: -ufactor=30).
+        #[arg(long, default_value_t = 1.03)]
+        imbalance: f64,
+        /// gpmetis's -ufactor=U: imbalance 1 + U/1000.
+        #[arg(long, hide = true)]
+        ufactor: Option<u32>,
+        /// Seed of every random choice.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// fast, default or strong (more time for a lower cut).
+        #[arg(long, default_value = "default")]
+        preset: String,
+        /// gpmetis's -ptype=rb|kway (both run the multilevel method).
+        #[arg(long, hide = true)]
+        ptype: Option<String>,
+        /// gpmetis's -objtype=cut|vol (the cut is minimised; the volume is reported).
+        #[arg(long, hide = true)]
+        objtype: Option<String>,
+        /// gpmetis's -contig (not supported yet: refused).
+        #[arg(long, hide = true)]
+        contig: bool,
+        /// Output file (default: NAME.part.K in the current directory).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// A coordinates file (one vertex per line) for geometric methods.
+        #[arg(long)]
+        coords: Option<PathBuf>,
+        /// Print a JSON report.
+        #[arg(long)]
+        json: bool,
+    },
     /// Version, backends compiled in, cores, MPI library.
     Info,
     /// Benchmarks.
@@ -92,6 +134,21 @@ enum BenchWhat {
         #[arg(long)]
         quick: bool,
         /// Repetitions of each configuration (the median is reported).
+        #[arg(long, default_value_t = 3)]
+        reps: usize,
+    },
+    /// Edge cut and time of the multilevel partitioner against gpmetis (when installed), every graph × K = 2..64.
+    Partition {
+        /// The directory of METIS graphs.
+        #[arg(long, default_value = "../shared/data/graphs")]
+        dir: PathBuf,
+        /// Where to write the JSON report.
+        #[arg(long, default_value = "bench-partition.json")]
+        out: PathBuf,
+        /// Three graphs, K = 2 and 8 (a smoke test, not a measurement).
+        #[arg(long)]
+        quick: bool,
+        /// Repetitions of the default preset and of gpmetis (the median time is reported).
         #[arg(long, default_value_t = 3)]
         reps: usize,
     },
@@ -193,10 +250,46 @@ fn cmd_info() {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(partition_cmd::gpmetis_spellings(std::env::args().collect()));
     let result = match cli.command {
         Command::Run { scenario, ranks, backend, out, trace, seed, set, dry_run } => {
             cmd_run(RunArgs { scenario, ranks, backend, out, trace, seed, set, dry_run })
+        }
+        Command::Partition {
+            graph,
+            k,
+            method,
+            imbalance,
+            ufactor,
+            seed,
+            preset,
+            ptype,
+            objtype,
+            contig,
+            out,
+            coords,
+            json,
+        } => {
+            if contig {
+                Err(InputError::flag("-contig", "contiguous partitions are not supported yet").into())
+            } else if ptype.as_deref().is_some_and(|p| p != "rb" && p != "kway") {
+                Err(InputError::flag("-ptype", "expected rb or kway").into())
+            } else if objtype.as_deref().is_some_and(|o| o != "cut" && o != "vol") {
+                Err(InputError::flag("-objtype", "expected cut or vol").into())
+            } else {
+                let imbalance = ufactor.map_or(imbalance, |u| 1.0 + f64::from(u) / 1000.0);
+                partition_cmd::run(partition_cmd::PartitionArgs {
+                    graph,
+                    k,
+                    method,
+                    imbalance,
+                    seed,
+                    preset,
+                    out,
+                    json,
+                    coords,
+                })
+            }
         }
         Command::Info => {
             cmd_info();
@@ -204,6 +297,9 @@ fn main() -> ExitCode {
         }
         Command::Bench { what: BenchWhat::Stencil { out, quick } } => bench_stencil::run(out, quick),
         Command::Bench { what: BenchWhat::Phold { out, quick, reps } } => bench_phold::run(out, quick, reps.max(1)),
+        Command::Bench { what: BenchWhat::Partition { dir, out, quick, reps } } => {
+            bench_partition::run(dir, out, quick, reps.max(1))
+        }
         Command::Bench { what: BenchWhat::Comm { ranks, backend, out, quick } } => {
             parse_backend(&backend, "--backend").map_err(anyhow::Error::from).and_then(|b| {
                 if ranks == 0 {

@@ -1,0 +1,182 @@
+//! `parsim bench partition`: every graph in a directory × K = 2 … 64 at
+//! imbalance 1.03: parsim's multilevel (default and strong presets) against
+//! `gpmetis` run in the same benchmark, as geometric means of the cut and
+//! time ratios, per K and overall.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use parsim_partition::{io, metrics, multilevel_kway, Config, Graph, Preset};
+use serde::{Deserialize, Serialize};
+
+use crate::runner::write_atomic;
+
+/// One (graph, K) measurement.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Row {
+    /// Graph file name.
+    pub graph: String,
+    /// Parts.
+    pub k: usize,
+    /// Cut of the default preset, and its time (s, median of the repetitions).
+    pub cut: i64,
+    /// Seconds.
+    pub time_s: f64,
+    /// Cut of the strong preset.
+    pub strong_cut: i64,
+    /// Seconds.
+    pub strong_time_s: f64,
+    /// gpmetis's cut (`None` when gpmetis is not installed).
+    pub metis_cut: Option<i64>,
+    /// gpmetis's own "Partitioning" time, seconds.
+    pub metis_time_s: Option<f64>,
+    /// Whether gpmetis's partition meets the (1 + ε)·⌈W/k⌉ rule.
+    pub metis_balanced: Option<bool>,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn ours(g: &Graph, k: usize, preset: Preset, reps: usize) -> parsim_partition::Result<(i64, f64)> {
+    let mut cfg = Config::new(k);
+    cfg.preset = preset;
+    let mut times = Vec::new();
+    let mut cut = 0;
+    for _ in 0..reps {
+        let t = Instant::now();
+        let (_, m) = multilevel_kway(g, &cfg)?;
+        times.push(t.elapsed().as_secs_f64());
+        cut = m.cut;
+    }
+    Ok((cut, median(times)))
+}
+
+fn gpmetis(path: &Path, g: &Graph, k: usize, tmp: &Path, reps: usize) -> Result<Option<(i64, f64, bool)>> {
+    let copy = tmp.join(path.file_name().expect("file name"));
+    if !copy.exists() {
+        std::fs::copy(path, &copy).with_context(|| format!("copying {}", path.display()))?;
+    }
+    let mut times = Vec::new();
+    let mut cut = 0;
+    for _ in 0..reps {
+        let out = match Command::new("gpmetis").arg("-ufactor=30").arg(&copy).arg(k.to_string()).output() {
+            Ok(o) => o,
+            Err(_) => return Ok(None),
+        };
+        let text = String::from_utf8_lossy(&out.stdout);
+        let num_after = |key: &str| -> Option<f64> {
+            let at = text.find(key)? + key.len();
+            text[at..].split(|c: char| !(c.is_ascii_digit() || c == '.')).find(|s| !s.is_empty())?.parse().ok()
+        };
+        cut = num_after("Edgecut:").context("gpmetis printed no edge cut")? as i64;
+        times.push(num_after("Partitioning:").context("gpmetis printed no partitioning time")?);
+    }
+    let part_file = PathBuf::from(format!("{}.part.{k}", copy.display()));
+    let parts = io::read_partition(&part_file, g.n())?;
+    let m = metrics(g, &parts, &Config::new(k));
+    Ok(Some((cut, median(times), m.balanced)))
+}
+
+fn geomean(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp()
+}
+
+/// Runs the benchmark over `dir`'s `*.graph` files.
+pub fn run(dir: PathBuf, out: PathBuf, quick: bool, reps: usize) -> Result<()> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "graph"))
+        .collect();
+    files.sort();
+    if quick {
+        files.truncate(3);
+    }
+    let ks: &[usize] = if quick { &[2, 8] } else { &[2, 4, 8, 16, 32, 64] };
+    let tmp = std::env::temp_dir().join(format!("parsim-bench-partition-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp)?;
+    println!(
+        "{:>22} {:>3} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6} {:>6} {:>6}",
+        "graph", "K", "cut", "s", "strong", "s", "metis", "s", "cut/m", "str/m", "t/m"
+    );
+    let mut rows = Vec::new();
+    for f in &files {
+        let g = io::read_graph(f)?;
+        let name = f.file_name().expect("name").to_string_lossy().into_owned();
+        for &k in ks {
+            if k > g.n() {
+                continue;
+            }
+            let (cut, time_s) = match ours(&g, k, Preset::Default, reps) {
+                Ok(r) => r,
+                Err(e) => {
+                    println!("{name:>22} {k:>3} {e}");
+                    continue;
+                }
+            };
+            let (strong_cut, strong_time_s) = ours(&g, k, Preset::Strong, 1)?;
+            let metis = gpmetis(f, &g, k, &tmp, reps)?;
+            let row = Row {
+                graph: name.clone(),
+                k,
+                cut,
+                time_s,
+                strong_cut,
+                strong_time_s,
+                metis_cut: metis.map(|m| m.0),
+                metis_time_s: metis.map(|m| m.1),
+                metis_balanced: metis.map(|m| m.2),
+            };
+            let r = |a: i64, b: Option<i64>| b.map_or(f64::NAN, |b| a.max(1) as f64 / b.max(1) as f64);
+            println!(
+                "{:>22} {:>3} {:>8} {:>8.3} {:>8} {:>8.3} {:>8} {:>8.3} {:>6.3} {:>6.3} {:>6.2}",
+                name,
+                k,
+                cut,
+                time_s,
+                strong_cut,
+                strong_time_s,
+                row.metis_cut.map_or("-".into(), |c| c.to_string()),
+                row.metis_time_s.unwrap_or(f64::NAN),
+                r(cut, row.metis_cut),
+                r(strong_cut, row.metis_cut),
+                row.metis_time_s.map_or(f64::NAN, |t| time_s / t.max(1e-3))
+            );
+            rows.push(row);
+        }
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+    let summary = |sel: &dyn Fn(&Row) -> bool| {
+        let rs: Vec<&Row> = rows.iter().filter(|r| sel(r) && r.metis_cut.is_some()).collect();
+        let c: Vec<f64> = rs.iter().map(|r| r.cut.max(1) as f64 / r.metis_cut.unwrap().max(1) as f64).collect();
+        let s: Vec<f64> = rs.iter().map(|r| r.strong_cut.max(1) as f64 / r.metis_cut.unwrap().max(1) as f64).collect();
+        // METIS reports its time in 1 ms steps: floor both at 1 ms.
+        let t: Vec<f64> = rs.iter().map(|r| r.time_s.max(1e-3) / r.metis_time_s.unwrap().max(1e-3)).collect();
+        let ts: Vec<f64> = rs.iter().map(|r| r.strong_time_s.max(1e-3) / r.metis_time_s.unwrap().max(1e-3)).collect();
+        let worst_t = t.iter().copied().fold(0.0, f64::max);
+        (geomean(&c), geomean(&t), geomean(&s), geomean(&ts), worst_t, rs.len())
+    };
+    println!("\ngeometric means against gpmetis (cut ratio < 1: parsim cuts less)");
+    println!(
+        "{:>8} {:>10} {:>10} {:>12} {:>12} {:>10} {:>6}",
+        "K", "cut", "time", "strong cut", "strong time", "worst t", "n"
+    );
+    for &k in ks {
+        let (c, t, s, ts, w, n) = summary(&|r: &Row| r.k == k);
+        println!("{k:>8} {c:>10.3} {t:>10.3} {s:>12.3} {ts:>12.3} {w:>10.2} {n:>6}");
+    }
+    let (c, t, s, ts, w, n) = summary(&|_| true);
+    println!("{:>8} {c:>10.3} {t:>10.3} {s:>12.3} {ts:>12.3} {w:>10.2} {n:>6}", "all");
+    let unbalanced = rows.iter().filter(|r| r.metis_balanced == Some(false)).count();
+    println!("gpmetis partitions over the (1+ε)·⌈W/k⌉ limit: {unbalanced} of {}", rows.len());
+    write_atomic(&out, serde_json::to_string_pretty(&rows)?.as_bytes())?;
+    println!("→ {}", out.display());
+    Ok(())
+}

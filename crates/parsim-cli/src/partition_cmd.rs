@@ -1,0 +1,150 @@
+//! `parsim partition GRAPH K`: partition a graph file as `gpmetis` would,
+//! writing one part id per line to `NAME.part.K`.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::Result;
+use parsim_partition::{io, vertex_cut, Config, Method, PartitionError, Partitioner, Preset, VertexCut};
+use serde_json::json;
+
+use crate::scenario::InputError;
+
+/// The flags of `parsim partition`.
+pub struct PartitionArgs {
+    /// The graph file.
+    pub graph: PathBuf,
+    /// Parts.
+    pub k: usize,
+    /// Method name.
+    pub method: String,
+    /// Max part weight over the average, e.g. 1.03.
+    pub imbalance: f64,
+    /// Seed.
+    pub seed: u64,
+    /// fast | default | strong.
+    pub preset: String,
+    /// Output file (default: NAME.part.K in the current directory).
+    pub out: Option<PathBuf>,
+    /// Print a JSON report instead of text.
+    pub json: bool,
+    /// Coordinates file for geometric methods.
+    pub coords: Option<PathBuf>,
+}
+
+/// Rewrites gpmetis's single-dash options (`-ufactor=30`, `-seed=7`,
+/// `-ptype=kway`, `-contig`, `-objtype=cut`) into this command's flags.
+pub fn gpmetis_spellings(args: Vec<String>) -> Vec<String> {
+    let is_partition = args.get(1).is_some_and(|a| a == "partition");
+    if !is_partition {
+        return args;
+    }
+    args.into_iter()
+        .map(|a| {
+            for opt in ["ufactor", "seed", "ptype", "contig", "objtype", "niter", "ncuts", "numbering", "dbglvl"] {
+                if a == format!("-{opt}") || a.starts_with(&format!("-{opt}=")) {
+                    return format!("-{a}");
+                }
+            }
+            a
+        })
+        .collect()
+}
+
+fn input(msg: String) -> anyhow::Error {
+    InputError::flag("parsim partition", msg).into()
+}
+
+/// Runs the command.
+pub fn run(a: PartitionArgs) -> Result<()> {
+    if a.k == 0 {
+        return Err(input("K must be at least 1".into()));
+    }
+    if !(a.imbalance >= 1.0 && a.imbalance.is_finite()) {
+        return Err(input(format!(
+            "--imbalance {} must be >= 1 (1.03 allows parts 3 % over the average)",
+            a.imbalance
+        )));
+    }
+    let preset = Preset::parse(&a.preset)
+        .ok_or_else(|| input(format!("--preset {}: expected fast, default or strong", a.preset)))?;
+    let t0 = Instant::now();
+    let as_input = |e: PartitionError| match e {
+        PartitionError::Io { .. } => anyhow::Error::from(e),
+        other => InputError::flag("graph", other.to_string()).into(),
+    };
+    let mut g = io::read_graph(&a.graph).map_err(as_input)?;
+    if let Some(c) = &a.coords {
+        io::read_coords(c, &mut g).map_err(as_input)?;
+    }
+    let read_s = t0.elapsed().as_secs_f64();
+    let mut cfg = Config::new(a.k);
+    cfg.imbalance = a.imbalance - 1.0;
+    cfg.seed = a.seed;
+    cfg.preset = preset;
+    let t1 = Instant::now();
+    let name = a.graph.file_name().map_or_else(|| "graph".into(), |n| n.to_string_lossy().into_owned());
+    let vc = match a.method.as_str() {
+        "hash" => Some(VertexCut::Hash),
+        "greedy" => Some(VertexCut::Greedy),
+        "hdrf" => Some(VertexCut::Hdrf),
+        _ => None,
+    };
+    if let Some(vc) = vc {
+        let ep = vertex_cut(&g, a.k, vc, a.seed, a.imbalance - 1.0);
+        let out = a.out.unwrap_or_else(|| PathBuf::from(format!("{name}.epart.{}", a.k)));
+        io::write_partition(&out, &ep.parts)?;
+        println!(
+            "{name}: {} edges into {} parts ({}): replication factor {:.4}, edge balance {:.4}, in {:.3} s → {} (one part per edge u < v, in vertex order)",
+            ep.edges.len(),
+            a.k,
+            a.method,
+            ep.replication_factor,
+            ep.edge_balance,
+            t1.elapsed().as_secs_f64(),
+            out.display()
+        );
+        return Ok(());
+    }
+    let method = Method::parse(&a.method).ok_or_else(|| {
+        input(format!(
+            "--method {}: expected multilevel, spectral, rcb, sfc, ldg, fennel, lp, hash, greedy or hdrf",
+            a.method
+        ))
+    })?;
+    let result = method.partition(&g, &cfg);
+    let (parts, m) = match result {
+        Ok(r) => r,
+        Err(e @ (PartitionError::BadArgument(_) | PartitionError::Infeasible(_))) => return Err(input(e.to_string())),
+        Err(e) => return Err(e.into()),
+    };
+    let part_s = t1.elapsed().as_secs_f64();
+    let out = a.out.unwrap_or_else(|| Path::new(&format!("{name}.part.{}", a.k)).to_path_buf());
+    io::write_partition(&out, &parts)?;
+    if a.json {
+        let j = json!({
+            "graph": a.graph.display().to_string(),
+            "vertices": g.n(), "edges": g.edges(), "k": a.k, "method": a.method,
+            "imbalance_allowed": a.imbalance, "seed": a.seed, "preset": a.preset,
+            "cut": m.cut, "volume": m.volume, "imbalance": m.imbalance, "balanced": m.balanced,
+            "boundary_vertices": m.boundary, "max_neighbour_parts": m.max_neighbour_parts,
+            "empty_parts": m.empty_parts, "read_s": read_s, "partition_s": part_s,
+            "out": out.display().to_string(),
+        });
+        println!("{}", serde_json::to_string_pretty(&j)?);
+    } else {
+        println!(
+            "{name}: {} vertices, {} edges, K = {}: edge cut {}, volume {}, max imbalance {:.4} (allowed {:.3}), {} boundary vertices",
+            g.n(),
+            g.edges(),
+            a.k,
+            m.cut,
+            m.volume,
+            m.max_imbalance(),
+            a.imbalance,
+            m.boundary
+        );
+        println!("read {read_s:.3} s, partitioned in {part_s:.3} s ({}) → {}", a.method, out.display());
+    }
+    Ok(())
+}

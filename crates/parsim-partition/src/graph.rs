@@ -1,0 +1,209 @@
+//! Graphs in compressed sparse rows: 64-bit edge offsets, 32-bit vertex ids,
+//! one or more integer weights per vertex, an integer weight per edge, and
+//! optional coordinates.
+
+use crate::error::{PartitionError, Result};
+
+/// An undirected graph in CSR form; every edge is stored in both directions.
+///
+/// ```
+/// use parsim_partition::Graph;
+/// // A path 0 - 1 - 2.
+/// let g = Graph::from_edges(3, &[(0, 1, 1), (1, 2, 1)]).unwrap();
+/// assert_eq!(g.n(), 3);
+/// assert_eq!(g.edges(), 2);
+/// assert_eq!(g.neighbours(1), &[0, 2]);
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct Graph {
+    /// Offsets into `adjncy`, `n + 1` entries.
+    pub xadj: Vec<u64>,
+    /// Neighbours.
+    pub adjncy: Vec<u32>,
+    /// Edge weights, parallel to `adjncy` (all > 0).
+    pub adjwgt: Vec<i64>,
+    /// Vertex-weight constraints per vertex (≥ 1).
+    pub ncon: usize,
+    /// Vertex weights, `n * ncon`, vertex-major (all ≥ 0).
+    pub vwgt: Vec<i64>,
+    /// Vertex sizes (METIS's communication-volume weights), if given.
+    pub vsize: Option<Vec<i64>>,
+    /// Coordinates, `n * dim`, if known.
+    pub coords: Option<Vec<f64>>,
+    /// Coordinate dimension (0 without coordinates).
+    pub dim: usize,
+}
+
+impl Graph {
+    /// The number of vertices.
+    #[inline]
+    pub fn n(&self) -> usize {
+        self.xadj.len() - 1
+    }
+
+    /// The number of (undirected) edges.
+    pub fn edges(&self) -> usize {
+        self.adjncy.len() / 2
+    }
+
+    /// The neighbours of `v`.
+    #[inline]
+    pub fn neighbours(&self, v: usize) -> &[u32] {
+        &self.adjncy[self.xadj[v] as usize..self.xadj[v + 1] as usize]
+    }
+
+    /// The weights of `v`'s edges, parallel to [`neighbours`](Self::neighbours).
+    #[inline]
+    pub fn edge_weights(&self, v: usize) -> &[i64] {
+        &self.adjwgt[self.xadj[v] as usize..self.xadj[v + 1] as usize]
+    }
+
+    /// `v`'s weights (one per constraint).
+    #[inline]
+    pub fn weights(&self, v: usize) -> &[i64] {
+        &self.vwgt[v * self.ncon..(v + 1) * self.ncon]
+    }
+
+    /// The degree of `v`.
+    #[inline]
+    pub fn degree(&self, v: usize) -> usize {
+        (self.xadj[v + 1] - self.xadj[v]) as usize
+    }
+
+    /// The total vertex weight of each constraint.
+    pub fn total_weights(&self) -> Vec<i64> {
+        let mut t = vec![0i64; self.ncon];
+        for v in 0..self.n() {
+            for (c, w) in self.weights(v).iter().enumerate() {
+                t[c] += w;
+            }
+        }
+        t
+    }
+
+    /// A graph with unit vertex weights from undirected weighted edges
+    /// `(u, v, w)`, each listed once; duplicates are merged (weights added).
+    pub fn from_edges(n: usize, edges: &[(u32, u32, i64)]) -> Result<Graph> {
+        let mut deg = vec![0u64; n + 1];
+        for &(u, v, w) in edges {
+            if u as usize >= n || v as usize >= n {
+                return Err(PartitionError::BadArgument(format!("edge ({u}, {v}) outside 0..{n}")));
+            }
+            if u == v {
+                return Err(PartitionError::BadArgument(format!("self-loop at vertex {u}")));
+            }
+            if w <= 0 {
+                return Err(PartitionError::BadArgument(format!("edge ({u}, {v}) has weight {w} (must be > 0)")));
+            }
+            deg[u as usize] += 1;
+            deg[v as usize] += 1;
+        }
+        let mut xadj = vec![0u64; n + 1];
+        for v in 0..n {
+            xadj[v + 1] = xadj[v] + deg[v];
+        }
+        let mut fill = xadj.clone();
+        let mut adj = vec![(0u32, 0i64); xadj[n] as usize];
+        for &(u, v, w) in edges {
+            adj[fill[u as usize] as usize] = (v, w);
+            fill[u as usize] += 1;
+            adj[fill[v as usize] as usize] = (u, w);
+            fill[v as usize] += 1;
+        }
+        // Sort each row and merge duplicates.
+        let mut out_x = vec![0u64; n + 1];
+        let (mut adjncy, mut adjwgt) = (Vec::with_capacity(adj.len()), Vec::with_capacity(adj.len()));
+        for v in 0..n {
+            let row = &mut adj[xadj[v] as usize..xadj[v + 1] as usize];
+            row.sort_unstable_by_key(|e| e.0);
+            for &(u, w) in row.iter() {
+                if adjncy.len() as u64 > out_x[v] && *adjncy.last().expect("row") == u {
+                    *adjwgt.last_mut().expect("row") += w;
+                } else {
+                    adjncy.push(u);
+                    adjwgt.push(w);
+                }
+            }
+            out_x[v + 1] = adjncy.len() as u64;
+        }
+        Ok(Graph { xadj: out_x, adjncy, adjwgt, ncon: 1, vwgt: vec![1; n], vsize: None, coords: None, dim: 0 })
+    }
+
+    /// Checks the invariants every method relies on: offsets, ids in range,
+    /// no self-loops or duplicate edges, symmetric adjacency with equal
+    /// weights, weights in range. Vertex ids in messages are 1-based (as in
+    /// the METIS format).
+    pub fn validate(&self) -> std::result::Result<(), String> {
+        let n = self.n();
+        if self.xadj[0] != 0 || self.xadj[n] as usize != self.adjncy.len() || self.adjwgt.len() != self.adjncy.len() {
+            return Err("inconsistent offsets".into());
+        }
+        if self.vwgt.len() != n * self.ncon || self.ncon == 0 {
+            return Err("inconsistent vertex weights".into());
+        }
+        if let Some(w) = self.vwgt.iter().find(|&&w| w < 0) {
+            return Err(format!("negative vertex weight {w}"));
+        }
+        // Sorted copies of the rows, for duplicate and symmetry checks.
+        let mut rows: Vec<(u32, i64)> = Vec::with_capacity(self.adjncy.len());
+        for v in 0..n {
+            let at = rows.len();
+            for (&u, &w) in self.neighbours(v).iter().zip(self.edge_weights(v)) {
+                if u as usize >= n {
+                    return Err(format!("vertex {} has neighbour {} outside 1..={n}", v + 1, u as u64 + 1));
+                }
+                if u as usize == v {
+                    return Err(format!("self-loop at vertex {}", v + 1));
+                }
+                if w <= 0 {
+                    return Err(format!("edge {}-{} has weight {w} (must be > 0)", v + 1, u + 1));
+                }
+                rows.push((u, w));
+            }
+            let row = &mut rows[at..];
+            row.sort_unstable();
+            if let Some(d) = row.windows(2).find(|p| p[0].0 == p[1].0) {
+                return Err(format!("duplicate edge {}-{}", v + 1, d[0].0 + 1));
+            }
+        }
+        let row = |v: usize| &rows[self.xadj[v] as usize..self.xadj[v + 1] as usize];
+        for v in 0..n {
+            for &(u, w) in row(v) {
+                match row(u as usize).binary_search_by_key(&(v as u32), |e| e.0) {
+                    Err(_) => {
+                        return Err(format!(
+                            "edge {}-{} has no reverse edge {}-{} (the adjacency is not symmetric)",
+                            v + 1,
+                            u + 1,
+                            u + 1,
+                            v + 1
+                        ))
+                    }
+                    Ok(i) if row(u as usize)[i].1 != w => {
+                        return Err(format!(
+                            "edge {}-{} has weight {w} but {}-{} has {}",
+                            v + 1,
+                            u + 1,
+                            u + 1,
+                            v + 1,
+                            row(u as usize)[i].1
+                        ))
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The weight of edge `v`-`u`, if present (linear or binary search of `v`'s row).
+    pub fn weight_of(&self, v: usize, u: u32) -> Option<i64> {
+        let nb = self.neighbours(v);
+        let i = if nb.windows(2).all(|w| w[0] < w[1]) {
+            nb.binary_search(&u).ok()
+        } else {
+            nb.iter().position(|&x| x == u)
+        }?;
+        Some(self.edge_weights(v)[i])
+    }
+}

@@ -1,0 +1,267 @@
+//! Initial partitioning of the coarsest graph: recursive bisection, each
+//! bisection the best of several greedy graph growings refined by
+//! Fiduccia–Mattheyses.
+
+use std::collections::BinaryHeap;
+
+use parsim_core::rng::Stream;
+
+use crate::graph::Graph;
+
+/// Weight limits of the two sides, per constraint.
+struct Sides {
+    max: [Vec<i64>; 2],
+}
+
+fn side_weights(g: &Graph, side: &[u8]) -> [Vec<i64>; 2] {
+    let mut w = [vec![0i64; g.ncon], vec![0i64; g.ncon]];
+    for v in 0..g.n() {
+        for (c, x) in g.weights(v).iter().enumerate() {
+            w[side[v] as usize][c] += x;
+        }
+    }
+    w
+}
+
+/// How far the sides are over their limits (0 when balanced).
+fn excess(w: &[Vec<i64>; 2], s: &Sides) -> i64 {
+    (0..2).map(|k| w[k].iter().zip(&s.max[k]).map(|(a, m)| (a - m).max(0)).sum::<i64>()).sum()
+}
+
+fn cut2(g: &Graph, side: &[u8]) -> i64 {
+    let mut c = 0;
+    for v in 0..g.n() {
+        for (&u, &w) in g.neighbours(v).iter().zip(g.edge_weights(v)) {
+            if side[u as usize] != side[v] {
+                c += w;
+            }
+        }
+    }
+    c / 2
+}
+
+/// Gain of moving `v` to the other side: external − internal edge weight.
+fn gain(g: &Graph, side: &[u8], v: usize) -> i64 {
+    let mut x = 0;
+    for (&u, &w) in g.neighbours(v).iter().zip(g.edge_weights(v)) {
+        x += if side[u as usize] != side[v] { w } else { -w };
+    }
+    x
+}
+
+/// Grows side 0 from a random vertex, always adding the vertex that most
+/// reduces the cut, until side 0 holds `frac` of the (normalised) weight.
+fn grow(g: &Graph, frac: f64, rng: &mut Stream) -> Vec<u8> {
+    let n = g.n();
+    let total = g.total_weights();
+    let load = |v: usize| -> f64 {
+        g.weights(v).iter().zip(&total).map(|(&w, &t)| if t > 0 { w as f64 / t as f64 } else { 0.0 }).sum::<f64>()
+            / g.ncon as f64
+    };
+    let mut side = vec![1u8; n];
+    let mut have = 0.0;
+    let mut heap: BinaryHeap<(i64, u32)> = BinaryHeap::new();
+    let mut g1 = vec![0i64; n]; // connection to side 0 minus to side 1, for vertices on side 1
+    for v in 0..n {
+        g1[v] = -g.edge_weights(v).iter().sum::<i64>();
+    }
+    while have < frac {
+        let v = loop {
+            match heap.pop() {
+                Some((gv, v)) if side[v as usize] == 1 && gv == g1[v as usize] => break Some(v as usize),
+                Some(_) => continue,
+                None => break None,
+            }
+        };
+        let v = match v {
+            Some(v) => v,
+            None => {
+                // A new component (or the start): a random vertex still on side 1.
+                let rest: Vec<usize> = (0..n).filter(|&v| side[v] == 1).collect();
+                if rest.is_empty() {
+                    break;
+                }
+                rest[rng.below(rest.len() as u64) as usize]
+            }
+        };
+        side[v] = 0;
+        have += load(v);
+        for (&u, &w) in g.neighbours(v).iter().zip(g.edge_weights(v)) {
+            let u = u as usize;
+            if side[u] == 1 {
+                g1[u] += 2 * w;
+                heap.push((g1[u], u as u32));
+            }
+        }
+    }
+    side
+}
+
+/// Fiduccia–Mattheyses passes: move the best-gain vertex whose move keeps
+/// the balance (or improves it), lock it, and roll back to the best state.
+pub(crate) fn fm(g: &Graph, side: &mut [u8], s_max: &[Vec<i64>; 2], passes: usize) {
+    let n = g.n();
+    let s = Sides { max: s_max.clone() };
+    let mut w = side_weights(g, side);
+    let mut cut = cut2(g, side);
+    for _ in 0..passes {
+        let mut gains: Vec<i64> = (0..n).map(|v| gain(g, side, v)).collect();
+        let mut heaps = [BinaryHeap::new(), BinaryHeap::new()];
+        for v in 0..n {
+            if gains[v] > -(g.edge_weights(v).iter().sum::<i64>()) || g.degree(v) == 0 {
+                heaps[side[v] as usize].push((gains[v], v as u32));
+            }
+        }
+        let mut locked = vec![false; n];
+        let mut moves: Vec<u32> = Vec::new();
+        let (start_cut, start_ex) = (cut, excess(&w, &s));
+        let (mut best_cut, mut best_ex, mut best_len) = (cut, start_ex, 0usize);
+        let limit = (n / 4).clamp(25, 400);
+        let mut since_best = 0;
+        loop {
+            // The best admissible move from either side.
+            let mut pick: Option<(i64, usize)> = None;
+            for from in 0..2 {
+                while let Some(&(gv, v)) = heaps[from].peek() {
+                    let v = v as usize;
+                    if locked[v] || side[v] as usize != from || gains[v] != gv {
+                        heaps[from].pop();
+                        continue;
+                    }
+                    let to = 1 - from;
+                    let ok = (0..g.ncon).all(|c| w[to][c] + g.weights(v)[c] <= s.max[to][c])
+                        || (0..g.ncon).any(|c| w[from][c] > s.max[from][c]);
+                    if !ok {
+                        break;
+                    }
+                    if pick.is_none_or(|(bg, _)| gv > bg) {
+                        pick = Some((gv, v));
+                    }
+                    break;
+                }
+            }
+            let Some((gv, v)) = pick else { break };
+            let (from, to) = (side[v] as usize, 1 - side[v] as usize);
+            heaps[from].pop();
+            side[v] = to as u8;
+            locked[v] = true;
+            for c in 0..g.ncon {
+                w[from][c] -= g.weights(v)[c];
+                w[to][c] += g.weights(v)[c];
+            }
+            cut -= gv;
+            moves.push(v as u32);
+            for (&u, &ew) in g.neighbours(v).iter().zip(g.edge_weights(v)) {
+                let u = u as usize;
+                if locked[u] {
+                    continue;
+                }
+                gains[u] += if side[u] as usize == to { -2 * ew } else { 2 * ew };
+                heaps[side[u] as usize].push((gains[u], u as u32));
+            }
+            let ex = excess(&w, &s);
+            if ex < best_ex || (ex == best_ex && cut < best_cut) {
+                (best_cut, best_ex, best_len) = (cut, ex, moves.len());
+                since_best = 0;
+            } else {
+                since_best += 1;
+                if since_best > limit {
+                    break;
+                }
+            }
+        }
+        // Undo the moves after the best prefix.
+        for &v in moves[best_len..].iter().rev() {
+            let v = v as usize;
+            let (from, to) = (side[v] as usize, 1 - side[v] as usize);
+            side[v] = to as u8;
+            for c in 0..g.ncon {
+                w[from][c] -= g.weights(v)[c];
+                w[to][c] += g.weights(v)[c];
+            }
+        }
+        cut = best_cut;
+        if best_cut >= start_cut && best_ex >= start_ex {
+            break;
+        }
+    }
+}
+
+/// The limits of a bisection into fractions `frac` and 1 − `frac` with imbalance `eps`.
+fn limits(g: &Graph, frac: f64, eps: f64) -> [Vec<i64>; 2] {
+    let total = g.total_weights();
+    let lim = |f: f64| total.iter().map(|&t| ((1.0 + eps) * (f * t as f64).ceil() + 1e-9).floor() as i64).collect();
+    [lim(frac), lim(1.0 - frac)]
+}
+
+/// The best of `tries` grown-and-refined bisections (balanced first, then the smallest cut).
+pub(crate) fn bisect(g: &Graph, frac: f64, eps: f64, tries: usize, rng: &mut Stream) -> Vec<u8> {
+    let lim = limits(g, frac, eps);
+    let s = Sides { max: lim.clone() };
+    let mut best: Option<(i64, i64, Vec<u8>)> = None;
+    for _ in 0..tries.max(1) {
+        let mut side = grow(g, frac, rng);
+        fm(g, &mut side, &lim, 6);
+        let ex = excess(&side_weights(g, &side), &s);
+        let cut = cut2(g, &side);
+        if best.as_ref().is_none_or(|(be, bc, _)| (ex, cut) < (*be, *bc)) {
+            best = Some((ex, cut, side));
+        }
+    }
+    best.expect("at least one try").2
+}
+
+/// The subgraph induced by the vertices with `side[v] == which`, and their ids in `g`.
+pub(crate) fn subgraph(g: &Graph, side: &[u8], which: u8) -> (Graph, Vec<u32>) {
+    let ids: Vec<u32> = (0..g.n() as u32).filter(|&v| side[v as usize] == which).collect();
+    let mut local = vec![u32::MAX; g.n()];
+    for (i, &v) in ids.iter().enumerate() {
+        local[v as usize] = i as u32;
+    }
+    let mut xadj = vec![0u64];
+    let (mut adjncy, mut adjwgt, mut vwgt) = (Vec::new(), Vec::new(), Vec::new());
+    for &v in &ids {
+        let v = v as usize;
+        vwgt.extend_from_slice(g.weights(v));
+        for (&u, &w) in g.neighbours(v).iter().zip(g.edge_weights(v)) {
+            if side[u as usize] == which {
+                adjncy.push(local[u as usize]);
+                adjwgt.push(w);
+            }
+        }
+        xadj.push(adjncy.len() as u64);
+    }
+    (Graph { xadj, adjncy, adjwgt, ncon: g.ncon, vwgt, vsize: None, coords: None, dim: 0 }, ids)
+}
+
+/// Recursive bisection of `g` into parts `first..first + fractions.len()`
+/// with the given target fractions; part ids go to `out` (indexed by `ids`).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn recursive_bisection(
+    g: &Graph,
+    ids: &[u32],
+    first: u32,
+    fractions: &[f64],
+    eps: f64,
+    tries: usize,
+    rng: &mut Stream,
+    out: &mut [u32],
+) {
+    let k = fractions.len();
+    if k == 1 || g.n() == 0 {
+        for &v in ids {
+            out[v as usize] = first;
+        }
+        return;
+    }
+    let k1 = k / 2;
+    let total: f64 = fractions.iter().sum();
+    let left: f64 = fractions[..k1].iter().sum();
+    let side = if g.n() == 1 { vec![0u8] } else { bisect(g, left / total, eps, tries, rng) };
+    for which in 0..2u8 {
+        let (sub, sub_ids) = subgraph(g, &side, which);
+        let global: Vec<u32> = sub_ids.iter().map(|&i| ids[i as usize]).collect();
+        let (f, p0) = if which == 0 { (&fractions[..k1], first) } else { (&fractions[k1..], first + k1 as u32) };
+        recursive_bisection(&sub, &global, p0, f, eps, tries, rng, out);
+    }
+}

@@ -1,0 +1,180 @@
+//! Coarsening: heavy-edge matching, or size-constrained label-propagation
+//! clustering where matching stalls (power-law graphs), and contraction.
+
+use parsim_core::rng::Stream;
+
+use crate::graph::Graph;
+
+/// A random permutation of `0..n` (Fisher–Yates, driven by a splitmix64
+/// generator seeded from `rng`: a Philox draw per element costs more than
+/// the coarsening step that uses the permutation).
+pub(crate) fn permutation(n: usize, rng: &mut Stream) -> Vec<u32> {
+    let mut p: Vec<u32> = (0..n as u32).collect();
+    let mut x = rand_core::RngCore::next_u64(rng);
+    for i in (1..n).rev() {
+        x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = x;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        let j = ((u128::from(z) * (i as u128 + 1)) >> 64) as usize;
+        p.swap(i, j);
+    }
+    p
+}
+
+#[inline]
+fn fits(g: &Graph, a: usize, b: usize, maxw: &[i64]) -> bool {
+    if g.ncon == 1 {
+        return g.vwgt[a] + g.vwgt[b] <= maxw[0];
+    }
+    let (wa, wb) = (g.weights(a), g.weights(b));
+    (0..g.ncon).all(|c| wa[c] + wb[c] <= maxw[c])
+}
+
+/// Heavy-edge matching: each unmatched vertex (in random order) is matched
+/// to the unmatched neighbour with the heaviest edge whose merged weight
+/// stays within `maxw`. Returns the coarse id of each vertex and their count.
+pub(crate) fn heavy_edge_matching(g: &Graph, rng: &mut Stream, maxw: &[i64]) -> (Vec<u32>, usize) {
+    let n = g.n();
+    let mut mate = vec![u32::MAX; n];
+    for v in permutation(n, rng) {
+        let v = v as usize;
+        if mate[v] != u32::MAX {
+            continue;
+        }
+        let (mut best, mut bw) = (v as u32, 0i64);
+        for (&u, &w) in g.neighbours(v).iter().zip(g.edge_weights(v)) {
+            if mate[u as usize] == u32::MAX && w > bw && fits(g, v, u as usize, maxw) {
+                best = u;
+                bw = w;
+            }
+        }
+        mate[v] = best;
+        mate[best as usize] = v as u32;
+    }
+    let mut cmap = vec![u32::MAX; n];
+    let mut cn = 0u32;
+    for v in 0..n {
+        if cmap[v] == u32::MAX {
+            cmap[v] = cn;
+            cmap[mate[v] as usize] = cn;
+            cn += 1;
+        }
+    }
+    (cmap, cn as usize)
+}
+
+/// Size-constrained label propagation: every vertex joins the neighbouring
+/// cluster it is most strongly connected to, if the cluster stays within
+/// `maxw` (three rounds, random order).
+pub(crate) fn cluster(g: &Graph, rng: &mut Stream, maxw: &[i64]) -> (Vec<u32>, usize) {
+    let n = g.n();
+    let ncon = g.ncon;
+    let mut label: Vec<u32> = (0..n as u32).collect();
+    let mut cw: Vec<i64> = g.vwgt.clone();
+    let mut conn = vec![0i64; n];
+    let mut touched = Vec::new();
+    for _ in 0..3 {
+        let mut moved = 0;
+        for v in permutation(n, rng) {
+            let v = v as usize;
+            let own = label[v] as usize;
+            for (&u, &w) in g.neighbours(v).iter().zip(g.edge_weights(v)) {
+                let l = label[u as usize] as usize;
+                if conn[l] == 0 {
+                    touched.push(l);
+                }
+                conn[l] += w;
+            }
+            let mut best = own;
+            let mut bw = conn[own];
+            for &l in &touched {
+                if conn[l] > bw && l != own && (0..ncon).all(|c| cw[l * ncon + c] + g.weights(v)[c] <= maxw[c]) {
+                    best = l;
+                    bw = conn[l];
+                }
+            }
+            for &l in &touched {
+                conn[l] = 0;
+            }
+            touched.clear();
+            if best != own {
+                for c in 0..ncon {
+                    cw[own * ncon + c] -= g.weights(v)[c];
+                    cw[best * ncon + c] += g.weights(v)[c];
+                }
+                label[v] = best as u32;
+                moved += 1;
+            }
+        }
+        if moved == 0 {
+            break;
+        }
+    }
+    let mut id = vec![u32::MAX; n];
+    let mut cn = 0u32;
+    let cmap = label
+        .iter()
+        .map(|&l| {
+            if id[l as usize] == u32::MAX {
+                id[l as usize] = cn;
+                cn += 1;
+            }
+            id[l as usize]
+        })
+        .collect();
+    (cmap, cn as usize)
+}
+
+/// The graph of the coarse vertices `cmap` defines: weights summed, edges
+/// between the same coarse vertices merged (weights summed), internal edges dropped.
+pub(crate) fn contract(g: &Graph, cmap: &[u32], cn: usize) -> Graph {
+    let (n, ncon) = (g.n(), g.ncon);
+    // Members of each coarse vertex (counting sort).
+    let mut start = vec![0usize; cn + 1];
+    for &c in cmap {
+        start[c as usize + 1] += 1;
+    }
+    for c in 0..cn {
+        start[c + 1] += start[c];
+    }
+    let mut fill = start.clone();
+    let mut members = vec![0u32; n];
+    for v in 0..n {
+        let c = cmap[v] as usize;
+        members[fill[c]] = v as u32;
+        fill[c] += 1;
+    }
+    let mut vwgt = vec![0i64; cn * ncon];
+    let mut xadj = Vec::with_capacity(cn + 1);
+    xadj.push(0u64);
+    let mut adjncy = Vec::with_capacity(g.adjncy.len() / 2);
+    let mut adjwgt = Vec::with_capacity(g.adjncy.len() / 2);
+    let mut pos = vec![u32::MAX; cn];
+    for c in 0..cn {
+        let row = adjncy.len();
+        for &v in &members[start[c]..start[c + 1]] {
+            let v = v as usize;
+            for (k, w) in g.weights(v).iter().enumerate() {
+                vwgt[c * ncon + k] += w;
+            }
+            for (&u, &w) in g.neighbours(v).iter().zip(g.edge_weights(v)) {
+                let cu = cmap[u as usize];
+                if cu as usize == c {
+                    continue;
+                }
+                let p = pos[cu as usize];
+                if p != u32::MAX && p as usize >= row {
+                    adjwgt[p as usize] += w;
+                } else {
+                    pos[cu as usize] = adjncy.len() as u32;
+                    adjncy.push(cu);
+                    adjwgt.push(w);
+                }
+            }
+        }
+        xadj.push(adjncy.len() as u64);
+    }
+    Graph { xadj, adjncy, adjwgt, ncon, vwgt, vsize: None, coords: None, dim: 0 }
+}

@@ -1,0 +1,184 @@
+//! Spectral partitioning: the Fiedler vector of the graph Laplacian (the
+//! eigenvector of its second-smallest eigenvalue, by Lanczos iteration with
+//! full reorthogonalisation), split at the weighted median; recursive
+//! bisection for k parts.
+
+use parsim_core::rng::StreamKey;
+
+use crate::graph::Graph;
+use crate::partition::Config;
+
+/// y = L x, L = D − A (weighted).
+fn laplacian(g: &Graph, x: &[f64], y: &mut [f64]) {
+    for v in 0..g.n() {
+        let mut s = 0.0;
+        let mut d = 0.0;
+        for (&u, &w) in g.neighbours(v).iter().zip(g.edge_weights(v)) {
+            s += w as f64 * x[u as usize];
+            d += w as f64;
+        }
+        y[v] = d * x[v] - s;
+    }
+}
+
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// Eigen-decomposition of a symmetric tridiagonal matrix (diagonal `d`,
+/// off-diagonal `e`) by implicit QL; returns eigenvalues and eigenvectors (columns).
+fn tridiagonal_eigen(d: &[f64], e: &[f64]) -> (Vec<f64>, Vec<Vec<f64>>) {
+    let n = d.len();
+    let mut d = d.to_vec();
+    let mut e: Vec<f64> = e.iter().copied().chain(std::iter::once(0.0)).collect();
+    let mut z = vec![vec![0.0; n]; n];
+    for (i, row) in z.iter_mut().enumerate() {
+        row[i] = 1.0;
+    }
+    for l in 0..n {
+        let mut iter = 0;
+        loop {
+            let mut m = l;
+            while m + 1 < n {
+                let dd = d[m].abs() + d[m + 1].abs();
+                if e[m].abs() <= f64::EPSILON * dd {
+                    break;
+                }
+                m += 1;
+            }
+            if m == l || iter > 60 {
+                break;
+            }
+            iter += 1;
+            let mut g = (d[l + 1] - d[l]) / (2.0 * e[l]);
+            let mut r = g.hypot(1.0);
+            g = d[m] - d[l] + e[l] / (g + r.copysign(g));
+            let (mut s, mut c, mut p) = (1.0, 1.0, 0.0);
+            let mut i = m;
+            while i > l {
+                i -= 1;
+                let f = s * e[i];
+                let b = c * e[i];
+                r = f.hypot(g);
+                e[i + 1] = r;
+                if r == 0.0 {
+                    d[i + 1] -= p;
+                    e[m] = 0.0;
+                    break;
+                }
+                s = f / r;
+                c = g / r;
+                g = d[i + 1] - p;
+                r = (d[i] - g) * s + 2.0 * c * b;
+                p = s * r;
+                d[i + 1] = g + p;
+                g = c * r - b;
+                for row in z.iter_mut() {
+                    let t = row[i + 1];
+                    row[i + 1] = s * row[i] + c * t;
+                    row[i] = c * row[i] - s * t;
+                }
+            }
+            if r == 0.0 && i > l {
+                continue;
+            }
+            d[l] -= p;
+            e[l] = g;
+            e[m] = 0.0;
+        }
+    }
+    let cols = (0..n).map(|j| (0..n).map(|i| z[i][j]).collect()).collect();
+    (d, cols)
+}
+
+/// An approximate Fiedler vector of (connected or not) `g`, orthogonal to the constant vector.
+pub fn fiedler(g: &Graph, seed: u64) -> Vec<f64> {
+    let n = g.n();
+    if n <= 2 {
+        return (0..n).map(|i| i as f64).collect();
+    }
+    let steps = n.min(120);
+    let mut rng = StreamKey::new(seed).purpose("parsim.partition.lanczos").stream();
+    let inv = 1.0 / (n as f64).sqrt();
+    let ones = vec![inv; n];
+    let mut q: Vec<f64> = (0..n).map(|_| rng.uniform() - 0.5).collect();
+    let project = |x: &mut Vec<f64>| {
+        let c = dot(x, &ones);
+        x.iter_mut().for_each(|v| *v -= c * inv);
+    };
+    project(&mut q);
+    let norm = dot(&q, &q).sqrt();
+    q.iter_mut().for_each(|v| *v /= norm);
+    let mut basis: Vec<Vec<f64>> = vec![q];
+    let (mut alpha, mut beta) = (Vec::new(), Vec::new());
+    let mut w = vec![0.0; n];
+    for j in 0..steps {
+        laplacian(g, &basis[j], &mut w);
+        let a = dot(&w, &basis[j]);
+        alpha.push(a);
+        // Full reorthogonalisation (twice), and against the constant vector.
+        for _ in 0..2 {
+            for b in &basis {
+                let c = dot(&w, b);
+                w.iter_mut().zip(b).for_each(|(x, y)| *x -= c * y);
+            }
+            project(&mut w);
+        }
+        let b = dot(&w, &w).sqrt();
+        if b < 1e-10 || j + 1 == steps {
+            break;
+        }
+        beta.push(b);
+        basis.push(w.iter().map(|x| x / b).collect());
+    }
+    let m = alpha.len();
+    let (vals, vecs) = tridiagonal_eigen(&alpha, &beta[..m - 1]);
+    let i = (0..m).min_by(|&a, &b| vals[a].total_cmp(&vals[b])).expect("one value");
+    let mut x = vec![0.0; n];
+    for (c, b) in vecs[i].iter().zip(&basis) {
+        x.iter_mut().zip(b).for_each(|(xi, bi)| *xi += c * bi);
+    }
+    x
+}
+
+/// Recursive spectral bisection.
+pub fn spectral(g: &Graph, cfg: &Config) -> Vec<u32> {
+    let fractions: Vec<f64> = (0..cfg.k).map(|p| cfg.target(p)).collect();
+    let mut out = vec![0u32; g.n()];
+    let ids: Vec<u32> = (0..g.n() as u32).collect();
+    rec(g, &ids, &fractions, 0, cfg.seed, &mut out);
+    out
+}
+
+fn rec(g: &Graph, ids: &[u32], fractions: &[f64], first: u32, seed: u64, out: &mut [u32]) {
+    let k = fractions.len();
+    if k == 1 || g.n() <= 1 {
+        for &v in ids {
+            out[v as usize] = first;
+        }
+        return;
+    }
+    let x = fiedler(g, seed);
+    let mut order: Vec<u32> = (0..g.n() as u32).collect();
+    order.sort_by(|&a, &b| x[a as usize].total_cmp(&x[b as usize]).then(a.cmp(&b)));
+    let k1 = k / 2;
+    let frac = fractions[..k1].iter().sum::<f64>() / fractions.iter().sum::<f64>();
+    let total: f64 = (0..g.n()).map(|v| g.weights(v)[0] as f64).sum();
+    let mut acc = 0.0;
+    let mut split = 0;
+    while split < order.len() - 1 && acc + 0.5 * g.weights(order[split] as usize)[0] as f64 <= frac * total {
+        acc += g.weights(order[split] as usize)[0] as f64;
+        split += 1;
+    }
+    let split = split.clamp(k1.min(order.len()), order.len() - (k - k1).min(order.len()));
+    let mut side = vec![1u8; g.n()];
+    for &v in &order[..split] {
+        side[v as usize] = 0;
+    }
+    for which in 0..2u8 {
+        let (sub, sub_ids) = crate::multilevel::subgraph(g, &side, which);
+        let global: Vec<u32> = sub_ids.iter().map(|&i| ids[i as usize]).collect();
+        let (f, p0) = if which == 0 { (&fractions[..k1], first) } else { (&fractions[k1..], first + k1 as u32) };
+        rec(&sub, &global, f, p0, seed.wrapping_add(1), out);
+    }
+}
