@@ -64,7 +64,10 @@ impl Config {
             return Err(PartitionError::BadArgument(format!("imbalance {} must be >= 0", self.imbalance)));
         }
         if let Some(t) = &self.targets {
-            if t.len() != self.k || t.iter().any(|&x| x.is_nan() || x <= 0.0) || (t.iter().sum::<f64>() - 1.0).abs() > 1e-6 {
+            if t.len() != self.k
+                || t.iter().any(|&x| x.is_nan() || x <= 0.0)
+                || (t.iter().sum::<f64>() - 1.0).abs() > 1e-6
+            {
                 return Err(PartitionError::BadArgument(format!(
                     "targets must be {} positive fractions summing to 1",
                     self.k

@@ -97,7 +97,7 @@ pub fn fiedler(g: &Graph, seed: u64) -> Vec<f64> {
     if n <= 2 {
         return (0..n).map(|i| i as f64).collect();
     }
-    let steps = n.min(120);
+    let steps = n.min(80);
     let mut rng = StreamKey::new(seed).purpose("parsim.partition.lanczos").stream();
     let inv = 1.0 / (n as f64).sqrt();
     let ones = vec![inv; n];

@@ -3,6 +3,7 @@
 mod bad_input;
 mod des;
 mod grid;
+mod partition;
 mod ring;
 mod support;
 mod trace;

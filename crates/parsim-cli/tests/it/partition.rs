@@ -1,0 +1,75 @@
+//! `parsim partition`: a drop-in for gpmetis.
+
+use std::process::Command;
+
+use crate::support::{root, tmp};
+
+fn data(name: &str) -> String {
+    root().join("../shared/data/graphs").join(name).display().to_string()
+}
+
+fn partition_in(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_parsim"))
+        .arg("partition")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run parsim")
+}
+
+#[test]
+fn writes_name_part_k_and_prints_the_cut() {
+    let dir = tmp("partition-out");
+    let o = partition_in(&dir, &[&data("4elt.graph"), "8"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("edge cut") && out.contains("imbalance") && out.contains("partitioned in"), "{out}");
+    let parts = std::fs::read_to_string(dir.join("4elt.graph.part.8")).expect("4elt.graph.part.8 written");
+    let ids: Vec<u32> = parts.lines().map(|l| l.parse().unwrap()).collect();
+    assert_eq!(ids.len(), 15606);
+    assert!(ids.iter().all(|&p| p < 8));
+}
+
+#[test]
+fn accepts_gpmetis_spellings_and_json() {
+    let dir = tmp("partition-gpmetis");
+    let o = partition_in(
+        &dir,
+        &[&data("uk.graph"), "4", "-ufactor=50", "-seed=3", "-ptype=kway", "-objtype=cut", "--json"],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    assert_eq!(j["k"], 4);
+    assert_eq!(j["seed"], 3);
+    assert!((j["imbalance_allowed"].as_f64().unwrap() - 1.05).abs() < 1e-12);
+    assert_eq!(j["balanced"], true);
+    let o = partition_in(&dir, &[&data("uk.graph"), "4", "-contig"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn every_method_runs_from_the_command_line() {
+    let dir = tmp("partition-methods");
+    for m in ["spectral", "ldg", "fennel", "lp", "hash", "greedy", "hdrf"] {
+        let o = partition_in(&dir, &[&data("add32.graph"), "4", "--method", m]);
+        assert!(o.status.success(), "{m}: {}", String::from_utf8_lossy(&o.stderr));
+    }
+    let o = partition_in(&dir, &[&data("add32.graph"), "4", "--method", "rcb"]);
+    assert_eq!(o.status.code(), Some(2), "rcb without coordinates");
+}
+
+#[test]
+fn bad_graphs_and_requests_exit_2_with_the_place() {
+    let dir = tmp("partition-bad");
+    std::fs::write(dir.join("bad.graph"), "3 2\n2\n1 3\n1\n").unwrap();
+    let o = partition_in(&dir, &["bad.graph", "2"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("bad.graph") && err.contains("no reverse edge"), "{err}");
+    for k in ["0", "99999"] {
+        let o = partition_in(&dir, &[&data("uk.graph"), k]);
+        assert_eq!(o.status.code(), Some(2), "K = {k}");
+    }
+    let o = partition_in(&dir, &["missing.graph", "2"]);
+    assert_eq!(o.status.code(), Some(1));
+}

@@ -1,0 +1,6 @@
+//! Behaviour tests of parsim-partition.
+
+mod bad_input;
+mod formats;
+mod methods;
+mod support;

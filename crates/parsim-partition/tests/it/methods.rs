@@ -1,0 +1,166 @@
+//! Every method returns a valid partition; the multilevel method keeps the
+//! balance rule exactly, for one and several constraints, deterministically.
+
+use parsim_partition::spectral::spectral;
+use parsim_partition::{io, metrics, vertex_cut, Config, Graph, Method, Partitioner, VertexCut};
+
+use crate::support::{data, grid, random_graph};
+
+fn valid(g: &Graph, parts: &[u32], k: usize) {
+    assert_eq!(parts.len(), g.n());
+    assert!(parts.iter().all(|&p| (p as usize) < k), "part id out of range");
+}
+
+#[test]
+fn every_method_is_valid_on_random_graphs() {
+    for seed in 0..4 {
+        let mut g = random_graph(seed, 300 + 50 * seed as usize, 900, seed % 2 == 1);
+        g.coords = Some((0..g.n()).flat_map(|i| [(i % 17) as f64, (i / 17) as f64 * 0.5]).collect());
+        g.dim = 2;
+        for k in [2, 3, 8, 13] {
+            let cfg = Config { seed, ..Config::new(k) };
+            for m in Method::ALL {
+                if m == Method::Spectral && k > 8 {
+                    continue; // Lanczos on every subgraph: slow in the dev profile
+                }
+                let (parts, met) = m.partition(&g, &cfg).unwrap_or_else(|e| panic!("{m:?} k={k}: {e}"));
+                valid(&g, &parts, k);
+                assert_eq!(met, metrics(&g, &parts, &cfg));
+                assert_eq!(met.empty_parts, 0, "{m:?} k={k}");
+                if m.balanced() {
+                    assert!(met.balanced, "{m:?} k={k}: {:?}", met.imbalance);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn multilevel_is_balanced_on_every_shared_graph() {
+    for name in ["3elt.graph", "add32.graph", "ca-GrQc_lcc.graph", "data.graph", "uk.graph", "facebook_combined.graph"]
+    {
+        let g = io::read_metis(&data(name)).unwrap();
+        for k in [2, 7, 16] {
+            let (parts, m) =
+                Method::Multilevel.partition(&g, &Config::new(k)).unwrap_or_else(|e| panic!("{name} {k}: {e}"));
+            valid(&g, &parts, k);
+            assert!(m.balanced && m.empty_parts == 0, "{name} k={k}: {:?}", m.imbalance);
+            assert!(m.cut > 0 && m.cut < g.edges() as i64 / 2, "{name} k={k}: cut {}", m.cut);
+        }
+    }
+}
+
+#[test]
+fn two_constraints_are_each_balanced() {
+    let g = io::read_metis(&data("test.mgraph")).unwrap();
+    for k in [2, 4, 8] {
+        let (_, m) = Method::Multilevel.partition(&g, &Config::new(k)).unwrap();
+        assert_eq!(m.imbalance.len(), 2);
+        assert!(m.balanced, "k={k}: {:?}", m.imbalance);
+    }
+}
+
+#[test]
+fn the_balance_rule_at_its_boundary() {
+    // 100 unit vertices, k = 4: at 3 % a part may hold ⌊1.03·25⌋ = 25, so all are exactly 25.
+    let g = random_graph(9, 100, 300, false);
+    let (_, m) = Method::Multilevel.partition(&g, &Config::new(4)).unwrap();
+    assert_eq!(m.part_weights, vec![25; 4]);
+    // At 4 % one vertex more is allowed: ⌊1.04·25⌋ = 26.
+    let cfg = Config { imbalance: 0.04, ..Config::new(4) };
+    let (_, m) = Method::Multilevel.partition(&g, &cfg).unwrap();
+    assert!(m.part_weights.iter().all(|&w| w <= 26) && m.balanced, "{:?}", m.part_weights);
+    // Non-uniform targets: a quarter and three quarters.
+    let cfg = Config { targets: Some(vec![0.25, 0.75]), ..Config::new(2) };
+    let (_, m) = Method::Multilevel.partition(&g, &cfg).unwrap();
+    assert!(m.part_weights[0] <= 25 && m.part_weights[1] <= 77 && m.balanced, "{:?}", m.part_weights);
+}
+
+#[test]
+fn the_same_partition_from_one_and_two_threads() {
+    let g = io::read_metis(&data("crack.graph")).unwrap();
+    let cfg = Config { seed: 5, ..Config::new(8) };
+    let alone = Method::Multilevel.partition(&g, &cfg).unwrap().0;
+    let (a, b) = std::thread::scope(|s| {
+        let a = s.spawn(|| Method::Multilevel.partition(&g, &cfg).unwrap().0);
+        let b = s.spawn(|| Method::Multilevel.partition(&g, &cfg).unwrap().0);
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    assert_eq!(a, alone);
+    assert_eq!(b, alone);
+    let other = Method::Multilevel.partition(&g, &Config { seed: 6, ..cfg.clone() }).unwrap().0;
+    assert_ne!(other, alone, "the seed should matter");
+}
+
+#[test]
+fn spectral_bisection_cuts_where_it_must() {
+    // A path: one edge, in the middle.
+    let path = Graph::from_edges(40, &(0..39).map(|i| (i, i + 1, 1)).collect::<Vec<_>>()).unwrap();
+    let cfg = Config::new(2);
+    let p = spectral(&path, &cfg);
+    assert_eq!(metrics(&path, &p, &cfg).cut, 1);
+    assert_ne!(p[19], p[20]);
+    // A 20 × 8 grid: across the long side, 8 edges.
+    let g = grid(20, 8);
+    assert_eq!(metrics(&g, &spectral(&g, &cfg), &cfg).cut, 8);
+    // Two 10-cliques joined by one edge: that edge.
+    let mut e = Vec::new();
+    for base in [0u32, 10] {
+        for i in 0..10 {
+            for j in i + 1..10 {
+                e.push((base + i, base + j, 1));
+            }
+        }
+    }
+    e.push((9, 10, 1));
+    let cliques = Graph::from_edges(20, &e).unwrap();
+    let p = spectral(&cliques, &cfg);
+    assert_eq!(metrics(&cliques, &p, &cfg).cut, 1);
+    assert!((0..10).all(|v| p[v] == p[0]) && (10..20).all(|v| p[v] == p[10]));
+}
+
+#[test]
+fn geometric_methods_cut_a_grid_into_strips_or_blocks() {
+    let g = grid(32, 32);
+    for m in [Method::Rcb, Method::Sfc] {
+        let cfg = Config::new(4);
+        let (parts, met) = m.partition(&g, &cfg).unwrap();
+        valid(&g, &parts, 4);
+        assert!(met.part_weights.iter().all(|&w| w == 256), "{m:?}: {:?}", met.part_weights);
+        // Four 16 × 16 quadrants cut 64 edges; Hilbert segments are quadrants too.
+        assert_eq!(met.cut, 64, "{m:?}");
+    }
+    let mut no = grid(4, 4);
+    no.coords = None;
+    assert!(Method::Rcb.partition(&no, &Config::new(2)).is_err());
+}
+
+#[test]
+fn streaming_a_metis_file_matches_streaming_the_graph() {
+    let path = data("4elt.graph");
+    let g = io::read_metis(&path).unwrap();
+    let cfg = Config::new(8);
+    for s in [parsim_partition::streaming::Streaming::Ldg, parsim_partition::streaming::Streaming::Fennel] {
+        let from_file = parsim_partition::streaming::stream_metis(&path, &cfg, s).unwrap();
+        assert_eq!(from_file, parsim_partition::streaming::stream_graph(&g, &cfg, s), "{s:?}");
+        let m = metrics(&g, &from_file, &cfg);
+        assert!(m.balanced, "{s:?}: {:?}", m.imbalance);
+    }
+}
+
+#[test]
+fn vertex_cuts_replicate_less_than_hashing() {
+    let g = io::read_metis(&data("facebook_combined.graph")).unwrap();
+    let hash = vertex_cut(&g, 16, VertexCut::Hash, 1, 0.03);
+    for m in [VertexCut::Greedy, VertexCut::Hdrf] {
+        let e = vertex_cut(&g, 16, m, 1, 0.03);
+        assert_eq!(e.parts.len(), g.edges());
+        assert!(
+            e.replication_factor < 0.5 * hash.replication_factor,
+            "{m:?}: {} vs {}",
+            e.replication_factor,
+            hash.replication_factor
+        );
+        assert!(e.edge_balance <= 1.031, "{m:?}: {}", e.edge_balance);
+    }
+}
