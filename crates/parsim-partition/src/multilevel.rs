@@ -22,37 +22,63 @@ struct Level {
     cmap: Vec<u32>,
 }
 
-fn coarsen_all(g: &Graph, k: usize, rng: &mut Stream) -> Vec<Level> {
+/// Coarsens `g`; with `part`, only vertices of the same part are merged
+/// (an iterated V-cycle keeps its partition on every level).
+fn coarsen_all(g: &Graph, k: usize, rng: &mut Stream, part: Option<&[u32]>) -> Vec<Level> {
     let coarsen_to = (30 * k).max(160);
     let total = g.total_weights();
     let maxw: Vec<i64> = total.iter().map(|&t| ((1.5 * t as f64 / coarsen_to as f64).ceil() as i64).max(1)).collect();
     let mut levels: Vec<Level> = Vec::new();
+    let mut cur_part: Option<Vec<u32>> = part.map(<[u32]>::to_vec);
+    let mut power_law = false;
     loop {
         let cur = levels.last().map_or(g, |l| &l.graph);
         if cur.n() <= coarsen_to {
             break;
         }
-        let (mut cmap, mut cn) = coarsen::heavy_edge_matching(cur, rng, &maxw);
-        if cn as f64 > 0.85 * cur.n() as f64 {
+        let p = cur_part.as_deref();
+        // Skewed degrees (social, web graphs): clustering coarsens along
+        // communities, where matching merges across them.
+        let avg = cur.adjncy.len() as f64 / cur.n().max(1) as f64;
+        let maxdeg = (0..cur.n()).map(|v| cur.degree(v)).max().unwrap_or(0) as f64;
+        let skewed = levels.is_empty() && maxdeg > 20.0 * avg.max(1.0);
+        let (mut cmap, mut cn) = if skewed || power_law {
+            power_law = true;
+            coarsen::cluster(cur, rng, &maxw, p)
+        } else {
+            coarsen::heavy_edge_matching(cur, rng, &maxw, p)
+        };
+        if cn as f64 > 0.85 * cur.n() as f64 && !power_law {
             // Matching stalls (stars, power-law hubs): cluster instead.
-            let (c2, n2) = coarsen::cluster(cur, rng, &maxw);
+            let (c2, n2) = coarsen::cluster(cur, rng, &maxw, p);
             if n2 < cn {
                 (cmap, cn) = (c2, n2);
             }
+        }
+        if cn as f64 > 0.95 * cur.n() as f64 && power_law {
+            // Clusters stopped shrinking: match what is left.
+            (cmap, cn) = coarsen::heavy_edge_matching(cur, rng, &maxw, p);
         }
         if cn as f64 > 0.95 * cur.n() as f64 {
             break;
         }
         let graph = coarsen::contract(cur, &cmap, cn);
+        if let Some(p) = cur_part.as_mut() {
+            let mut coarse = vec![0u32; cn];
+            for (v, &c) in cmap.iter().enumerate() {
+                coarse[c as usize] = p[v];
+            }
+            *p = coarse;
+        }
         levels.push(Level { graph, cmap });
     }
     levels
 }
 
-/// One multilevel run.
-fn vcycle(g: &Graph, cfg: &Config, lim: &Limits, rng: &mut Stream) -> Vec<u32> {
+/// One multilevel run; with `start`, an iterated V-cycle that keeps and improves that partition.
+fn vcycle(g: &Graph, cfg: &Config, lim: &Limits, rng: &mut Stream, start: Option<&[u32]>) -> Vec<u32> {
     let k = cfg.k;
-    let levels = coarsen_all(g, k, rng);
+    let levels = coarsen_all(g, k, rng, start);
     let coarsest = levels.last().map_or(g, |l| &l.graph);
     let tries = match cfg.preset {
         Preset::Fast => 2,
@@ -63,11 +89,32 @@ fn vcycle(g: &Graph, cfg: &Config, lim: &Limits, rng: &mut Stream) -> Vec<u32> {
     // Bisections get part of the imbalance; k-way refinement the rest.
     let depth = (k as f64).log2().ceil().max(1.0);
     let eps = (1.0 + cfg.imbalance).powf(1.0 / depth) - 1.0;
-    let ids: Vec<u32> = (0..coarsest.n() as u32).collect();
     let mut parts = vec![0u32; coarsest.n()];
-    bisect::recursive_bisection(coarsest, &ids, 0, &fractions, eps, tries, rng, &mut parts);
-    let passes = if cfg.preset == Preset::Fast { 4 } else { 10 };
-    let fm_rounds = if cfg.preset == Preset::Strong { 6 } else { 3 };
+    match start {
+        None => {
+            let ids: Vec<u32> = (0..coarsest.n() as u32).collect();
+            bisect::recursive_bisection(coarsest, &ids, 0, &fractions, eps, tries, rng, &mut parts);
+        }
+        Some(p) => {
+            // Every coarse vertex lies in one part: carry the partition down.
+            let mut fine: Vec<u32> = p.to_vec();
+            for l in &levels {
+                let mut coarse = vec![0u32; l.graph.n()];
+                for (v, &c) in l.cmap.iter().enumerate() {
+                    coarse[c as usize] = fine[v];
+                }
+                fine = coarse;
+            }
+            parts = fine;
+        }
+    }
+    // An iterated cycle starts from a good partition: fewer passes do.
+    let passes = if cfg.preset == Preset::Fast || start.is_some() { 4 } else { 10 };
+    let fm_rounds = match (cfg.preset, start.is_some()) {
+        (Preset::Strong, _) => 6,
+        (_, true) => 2,
+        _ => 3,
+    };
     // Refine on the coarsest graph and on every finer one.
     for i in (0..=levels.len()).rev() {
         let graph = if i == 0 { g } else { &levels[i - 1].graph };
@@ -75,7 +122,17 @@ fn vcycle(g: &Graph, cfg: &Config, lim: &Limits, rng: &mut Stream) -> Vec<u32> {
             let cmap = &levels[i].cmap;
             parts = cmap.iter().map(|&c| parts[c as usize]).collect();
         }
-        let level_lim = if i == 0 { lim.clone() } else { Limits::new(cfg, &graph.total_weights()) };
+        // Coarse vertices are heavy: let the coarse levels overshoot by up to
+        // one average coarse vertex, so refinement can still move them; the
+        // finest level keeps the exact limits. (Not with several constraints:
+        // the overshoot is then too hard to take back at the end.)
+        let level_lim = if i == 0 || g.ncon > 1 {
+            lim.clone()
+        } else {
+            let total = graph.total_weights();
+            let slack = k as f64 / graph.n().max(1) as f64;
+            Limits::new(&Config { imbalance: cfg.imbalance + slack.min(0.1), ..cfg.clone() }, &total)
+        };
         let mut kw = refine::KWay::new(graph, k, &level_lim, parts);
         kw.rebalance();
         kw.greedy(passes, rng);
@@ -127,14 +184,23 @@ pub fn multilevel_kway(g: &Graph, cfg: &Config) -> Result<(Vec<u32>, crate::Metr
         let m = metrics(g, &parts, cfg);
         return Ok((parts, m));
     }
-    let runs = match cfg.preset {
-        Preset::Fast | Preset::Default => 1,
-        Preset::Strong => 6,
+    let (runs, cycles) = match cfg.preset {
+        Preset::Fast => (1, 1),
+        Preset::Default => (1, 2),
+        Preset::Strong => (6, 3),
     };
     let mut best: Option<(Vec<u32>, crate::Metrics)> = None;
-    for r in 0..runs {
+    // Extra runs only while no balanced partition has been found (tight
+    // multi-constraint instances), before calling the instance infeasible.
+    for r in 0..runs + 4 {
+        if r >= runs && best.as_ref().is_some_and(|(_, m)| m.balanced && m.empty_parts == 0) {
+            break;
+        }
         let mut rng = StreamKey::new(cfg.seed).purpose("parsim.partition.multilevel").with(r).stream();
-        let parts = vcycle(g, cfg, &lim, &mut rng);
+        let mut parts = vcycle(g, cfg, &lim, &mut rng, None);
+        for _ in 1..cycles {
+            parts = vcycle(g, cfg, &lim, &mut rng, Some(&parts));
+        }
         let m = metrics(g, &parts, cfg);
         let better = best
             .as_ref()

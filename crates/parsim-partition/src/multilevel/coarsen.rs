@@ -35,17 +35,40 @@ fn fits(g: &Graph, a: usize, b: usize, maxw: &[i64]) -> bool {
 /// Heavy-edge matching: each unmatched vertex (in random order) is matched
 /// to the unmatched neighbour with the heaviest edge whose merged weight
 /// stays within `maxw`. Returns the coarse id of each vertex and their count.
-pub(crate) fn heavy_edge_matching(g: &Graph, rng: &mut Stream, maxw: &[i64]) -> (Vec<u32>, usize) {
+pub(crate) fn heavy_edge_matching(
+    g: &Graph,
+    rng: &mut Stream,
+    maxw: &[i64],
+    part: Option<&[u32]>,
+) -> (Vec<u32>, usize) {
     let n = g.n();
     let mut mate = vec![u32::MAX; n];
-    for v in permutation(n, rng) {
+    // Low degree first (a stable counting sort of a random order): leaves
+    // and chains get matched before the hubs take their neighbours.
+    let random = permutation(n, rng);
+    let maxd = (0..n).map(|v| g.degree(v)).max().unwrap_or(0).min(1 << 16);
+    let mut start = vec![0usize; maxd + 2];
+    for v in 0..n {
+        start[g.degree(v).min(maxd) + 1] += 1;
+    }
+    for d in 0..=maxd {
+        start[d + 1] += start[d];
+    }
+    let mut order = vec![0u32; n];
+    for &v in &random {
+        let d = g.degree(v as usize).min(maxd);
+        order[start[d]] = v;
+        start[d] += 1;
+    }
+    let same = |a: usize, b: usize| part.is_none_or(|p| p[a] == p[b]);
+    for v in order {
         let v = v as usize;
         if mate[v] != u32::MAX {
             continue;
         }
         let (mut best, mut bw) = (v as u32, 0i64);
         for (&u, &w) in g.neighbours(v).iter().zip(g.edge_weights(v)) {
-            if mate[u as usize] == u32::MAX && w > bw && fits(g, v, u as usize, maxw) {
+            if mate[u as usize] == u32::MAX && w > bw && fits(g, v, u as usize, maxw) && same(v, u as usize) {
                 best = u;
                 bw = w;
             }
@@ -68,7 +91,7 @@ pub(crate) fn heavy_edge_matching(g: &Graph, rng: &mut Stream, maxw: &[i64]) -> 
 /// Size-constrained label propagation: every vertex joins the neighbouring
 /// cluster it is most strongly connected to, if the cluster stays within
 /// `maxw` (three rounds, random order).
-pub(crate) fn cluster(g: &Graph, rng: &mut Stream, maxw: &[i64]) -> (Vec<u32>, usize) {
+pub(crate) fn cluster(g: &Graph, rng: &mut Stream, maxw: &[i64], part: Option<&[u32]>) -> (Vec<u32>, usize) {
     let n = g.n();
     let ncon = g.ncon;
     let mut label: Vec<u32> = (0..n as u32).collect();
@@ -81,6 +104,9 @@ pub(crate) fn cluster(g: &Graph, rng: &mut Stream, maxw: &[i64]) -> (Vec<u32>, u
             let v = v as usize;
             let own = label[v] as usize;
             for (&u, &w) in g.neighbours(v).iter().zip(g.edge_weights(v)) {
+                if part.is_some_and(|p| p[u as usize] != p[v]) {
+                    continue;
+                }
                 let l = label[u as usize] as usize;
                 if conn[l] == 0 {
                     touched.push(l);
@@ -131,50 +157,61 @@ pub(crate) fn cluster(g: &Graph, rng: &mut Stream, maxw: &[i64]) -> (Vec<u32>, u
 /// between the same coarse vertices merged (weights summed), internal edges dropped.
 pub(crate) fn contract(g: &Graph, cmap: &[u32], cn: usize) -> Graph {
     let (n, ncon) = (g.n(), g.ncon);
-    // Members of each coarse vertex (counting sort).
-    let mut start = vec![0usize; cn + 1];
+    // Members of each coarse vertex (counting sort; for a matching, ids are
+    // already in order of their first member, so this is one linear pass).
+    let mut start = vec![0u32; cn + 1];
     for &c in cmap {
         start[c as usize + 1] += 1;
     }
     for c in 0..cn {
         start[c + 1] += start[c];
     }
-    let mut fill = start.clone();
     let mut members = vec![0u32; n];
-    for v in 0..n {
-        let c = cmap[v] as usize;
-        members[fill[c]] = v as u32;
-        fill[c] += 1;
+    {
+        let mut fill = start.clone();
+        for v in 0..n {
+            let c = cmap[v] as usize;
+            members[fill[c] as usize] = v as u32;
+            fill[c] += 1;
+        }
     }
     let mut vwgt = vec![0i64; cn * ncon];
     let mut xadj = Vec::with_capacity(cn + 1);
     xadj.push(0u64);
-    let mut adjncy = Vec::with_capacity(g.adjncy.len() / 2);
-    let mut adjwgt = Vec::with_capacity(g.adjncy.len() / 2);
+    // The coarse graph has at most as many entries as the fine one.
+    let mut adjncy: Vec<u32> = Vec::with_capacity(g.adjncy.len());
+    let mut adjwgt: Vec<i64> = Vec::with_capacity(g.adjncy.len());
     let mut pos = vec![u32::MAX; cn];
     for c in 0..cn {
         let row = adjncy.len();
-        for &v in &members[start[c]..start[c + 1]] {
+        for &v in &members[start[c] as usize..start[c + 1] as usize] {
             let v = v as usize;
-            for (k, w) in g.weights(v).iter().enumerate() {
-                vwgt[c * ncon + k] += w;
+            if ncon == 1 {
+                vwgt[c] += g.vwgt[v];
+            } else {
+                for (k, w) in g.weights(v).iter().enumerate() {
+                    vwgt[c * ncon + k] += w;
+                }
             }
-            for (&u, &w) in g.neighbours(v).iter().zip(g.edge_weights(v)) {
-                let cu = cmap[u as usize];
+            let (lo, hi) = (g.xadj[v] as usize, g.xadj[v + 1] as usize);
+            for i in lo..hi {
+                let cu = cmap[g.adjncy[i] as usize];
                 if cu as usize == c {
                     continue;
                 }
-                let p = pos[cu as usize];
-                if p != u32::MAX && p as usize >= row {
-                    adjwgt[p as usize] += w;
+                let p = pos[cu as usize] as usize;
+                if p != u32::MAX as usize && p >= row {
+                    adjwgt[p] += g.adjwgt[i];
                 } else {
                     pos[cu as usize] = adjncy.len() as u32;
                     adjncy.push(cu);
-                    adjwgt.push(w);
+                    adjwgt.push(g.adjwgt[i]);
                 }
             }
         }
         xadj.push(adjncy.len() as u64);
     }
+    adjncy.shrink_to_fit();
+    adjwgt.shrink_to_fit();
     Graph { xadj, adjncy, adjwgt, ncon, vwgt, vsize: None, coords: None, dim: 0 }
 }
