@@ -8,7 +8,9 @@ use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use parsim_partition::{io, metrics, multilevel_kway, Config, Graph, Preset};
+use parsim_partition::{
+    io, metrics, multilevel_kway, vertex_cut, Config, Graph, Method, Partitioner, Preset, VertexCut,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::runner::write_atomic;
@@ -174,6 +176,53 @@ pub fn run(dir: PathBuf, out: PathBuf, quick: bool, reps: usize) -> Result<()> {
     }
     let (c, t, s, ts, w, n) = summary(&|_| true);
     println!("{:>8} {c:>10.3} {t:>10.3} {s:>12.3} {ts:>12.3} {w:>10.2} {n:>6}", "all");
+    // The one-pass and label-propagation methods against the multilevel cut.
+    println!("\nstreaming and label propagation: geometric mean of cut / multilevel cut (and balance kept)");
+    println!("{:>8} {:>10} {:>10} {:>10}", "K", "ldg", "fennel", "lp");
+    let others = [Method::Ldg, Method::Fennel, Method::LabelPropagation];
+    let mut per_k: Vec<Vec<Vec<f64>>> = vec![vec![Vec::new(); others.len()]; ks.len()];
+    let mut all_balanced = [true; 3];
+    for f in &files {
+        let g = io::read_graph(f)?;
+        for (ki, &k) in ks.iter().enumerate() {
+            let Some(r) =
+                rows.iter().find(|r| r.k == k && Some(r.graph.as_str()) == f.file_name().and_then(|n| n.to_str()))
+            else {
+                continue;
+            };
+            for (mi, m) in others.iter().enumerate() {
+                let (_, met) = m.partition(&g, &Config::new(k))?;
+                all_balanced[mi] &= met.balanced;
+                per_k[ki][mi].push(met.cut.max(1) as f64 / r.cut.max(1) as f64);
+            }
+        }
+    }
+    for (ki, &k) in ks.iter().enumerate() {
+        let g: Vec<f64> = per_k[ki].iter().map(|v| geomean(v)).collect();
+        println!("{k:>8} {:>10.3} {:>10.3} {:>10.3}", g[0], g[1], g[2]);
+    }
+    println!("{:>8} {:>10} {:>10} {:>10}", "balanced", all_balanced[0], all_balanced[1], all_balanced[2]);
+    // Vertex cuts on the social graphs.
+    println!("\nvertex cuts (edge partitions): replication factor, and edge balance at 1.03");
+    println!("{:>22} {:>3} {:>8} {:>8} {:>8} {:>8}", "graph", "K", "hash", "greedy", "hdrf", "balance");
+    for f in files.iter().filter(|f| {
+        let n = f.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        n.starts_with("ca-GrQc") || n.starts_with("email-Enron") || n.starts_with("facebook")
+    }) {
+        let g = io::read_graph(f)?;
+        for &k in ks {
+            let rf = |m| vertex_cut(&g, k, m, 0, 0.03);
+            let (h, gr, hd) = (rf(VertexCut::Hash), rf(VertexCut::Greedy), rf(VertexCut::Hdrf));
+            println!(
+                "{:>22} {k:>3} {:>8.3} {:>8.3} {:>8.3} {:>8.3}",
+                f.file_name().unwrap_or_default().to_string_lossy(),
+                h.replication_factor,
+                gr.replication_factor,
+                hd.replication_factor,
+                gr.edge_balance.max(hd.edge_balance)
+            );
+        }
+    }
     let unbalanced = rows.iter().filter(|r| r.metis_balanced == Some(false)).count();
     println!("gpmetis partitions over the (1+ε)·⌈W/k⌉ limit: {unbalanced} of {}", rows.len());
     write_atomic(&out, serde_json::to_string_pretty(&rows)?.as_bytes())?;

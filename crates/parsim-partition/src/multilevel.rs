@@ -138,7 +138,9 @@ fn vcycle(g: &Graph, cfg: &Config, lim: &Limits, rng: &mut Stream, start: Option
         kw.greedy(passes, rng);
         kw.rebalance();
         if cfg.preset != Preset::Fast {
-            kw.fm(fm_rounds, rng);
+            // The finest level is the most expensive and gains least from FM rounds.
+            let finest = if cfg.preset == Preset::Strong { fm_rounds } else { 1 };
+            kw.fm(if i == 0 { finest } else { fm_rounds }, rng);
         }
         parts = kw.parts;
     }
