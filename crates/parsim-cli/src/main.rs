@@ -95,6 +95,15 @@ enum Command {
         /// A coordinates file (one vertex per line) for geometric methods.
         #[arg(long)]
         coords: Option<PathBuf>,
+        /// Pin vertices: a file with one part id per line, -1 for a free vertex.
+        #[arg(long, value_name = "FILE")]
+        fixed: Option<PathBuf>,
+        /// Repartition: start from this partition file and trade cut against migration.
+        #[arg(long, value_name = "FILE")]
+        current: Option<PathBuf>,
+        /// With --current: the cost of moving one unit of vertex weight, in edge-weight units.
+        #[arg(long, default_value_t = 1)]
+        alpha: i64,
         /// Print a JSON report.
         #[arg(long)]
         json: bool,
@@ -268,6 +277,9 @@ fn main() -> ExitCode {
             contig,
             out,
             coords,
+            fixed,
+            current,
+            alpha,
             json,
         } => {
             if contig {
@@ -288,6 +300,9 @@ fn main() -> ExitCode {
                     out,
                     json,
                     coords,
+                    fixed,
+                    current,
+                    alpha,
                 })
             }
         }

@@ -30,6 +30,30 @@ pub struct PartitionArgs {
     pub json: bool,
     /// Coordinates file for geometric methods.
     pub coords: Option<PathBuf>,
+    /// Pinned vertices: one part per line, -1 for free.
+    pub fixed: Option<PathBuf>,
+    /// Repartition from this partition file.
+    pub current: Option<PathBuf>,
+    /// Migration cost per unit of moved vertex weight (with `current`).
+    pub alpha: i64,
+}
+
+fn read_fixed(path: &Path, n: usize) -> Result<Vec<u32>> {
+    let text = std::fs::read_to_string(path).map_err(|e| input(format!("{}: {e}", path.display())))?;
+    let v: Vec<u32> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| match l.trim().parse::<i64>() {
+            Ok(-1) => Ok(parsim_partition::FREE),
+            Ok(p) if p >= 0 && p < i64::from(u32::MAX) => Ok(p as u32),
+            _ => Err(input(format!("{}:{}: expected a part id or -1, found \"{}\"", path.display(), i + 1, l.trim()))),
+        })
+        .collect::<Result<_>>()?;
+    if v.len() != n {
+        return Err(input(format!("{}: {} lines for {n} vertices", path.display(), v.len())));
+    }
+    Ok(v)
 }
 
 /// Rewrites gpmetis's single-dash options (`-ufactor=30`, `-seed=7`,
@@ -112,7 +136,20 @@ pub fn run(a: PartitionArgs) -> Result<()> {
             a.method
         ))
     })?;
-    let result = method.partition(&g, &cfg);
+    if let Some(f) = &a.fixed {
+        cfg.fixed = Some(read_fixed(f, g.n())?);
+    }
+    let mut migrated = None;
+    let result = match &a.current {
+        Some(c) => {
+            let current = io::read_partition(c, g.n()).map_err(as_input)?;
+            parsim_partition::repartition(&g, &cfg, &current, a.alpha).map(|(p, m, mig)| {
+                migrated = Some(mig);
+                (p, m)
+            })
+        }
+        None => method.partition(&g, &cfg),
+    };
     let (parts, m) = match result {
         Ok(r) => r,
         Err(e @ (PartitionError::BadArgument(_) | PartitionError::Infeasible(_))) => return Err(input(e.to_string())),
@@ -128,7 +165,7 @@ pub fn run(a: PartitionArgs) -> Result<()> {
             "imbalance_allowed": a.imbalance, "seed": a.seed, "preset": a.preset,
             "cut": m.cut, "volume": m.volume, "imbalance": m.imbalance, "balanced": m.balanced,
             "boundary_vertices": m.boundary, "max_neighbour_parts": m.max_neighbour_parts,
-            "empty_parts": m.empty_parts, "read_s": read_s, "partition_s": part_s,
+            "empty_parts": m.empty_parts, "read_s": read_s, "partition_s": part_s, "migrated_weight": migrated,
             "out": out.display().to_string(),
         });
         println!("{}", serde_json::to_string_pretty(&j)?);
@@ -144,6 +181,9 @@ pub fn run(a: PartitionArgs) -> Result<()> {
             a.imbalance,
             m.boundary
         );
+        if let Some(mig) = migrated {
+            println!("repartitioned with migration cost {}: migrated weight {mig}", a.alpha);
+        }
         println!("read {read_s:.3} s, partitioned in {part_s:.3} s ({}) → {}", a.method, out.display());
     }
     Ok(())

@@ -37,8 +37,8 @@ pub mod vertex_cut;
 
 pub use error::{PartitionError, Result};
 pub use graph::Graph;
-pub use multilevel::multilevel_kway;
-pub use partition::{metrics, Config, Limits, Metrics, Preset};
+pub use multilevel::{multilevel_kway, repartition};
+pub use partition::{metrics, Config, Limits, Metrics, Preset, FREE};
 pub use vertex_cut::{vertex_cut, EdgePartition, VertexCut};
 
 /// Anything that partitions a graph's vertices.

@@ -11,10 +11,27 @@ use parsim_core::rng::{Stream, StreamKey};
 
 use crate::error::{PartitionError, Result};
 use crate::graph::Graph;
-use crate::partition::{metrics, Config, Limits, Preset};
+use crate::partition::{metrics, Config, Limits, Preset, FREE};
 
 pub(crate) use bisect::subgraph;
 pub(crate) use coarsen::permutation;
+
+/// A per-vertex value carried to the coarse vertices (all members agree).
+fn restrict<T: Copy + Default>(cmap: &[u32], cn: usize, fine: &[T]) -> Vec<T> {
+    let mut coarse = vec![T::default(); cn];
+    for (v, &c) in cmap.iter().enumerate() {
+        coarse[c as usize] = fine[v];
+    }
+    coarse
+}
+
+/// Where vertices come from when repartitioning, and what moving one costs.
+#[derive(Clone, Copy)]
+pub(crate) struct Home<'a> {
+    pub part: &'a [u32],
+    /// Cost per unit of migrated vertex weight, in edge-weight units.
+    pub alpha: i64,
+}
 
 struct Level {
     graph: Graph,
@@ -22,14 +39,15 @@ struct Level {
     cmap: Vec<u32>,
 }
 
-/// Coarsens `g`; with `part`, only vertices of the same part are merged
-/// (an iterated V-cycle keeps its partition on every level).
-fn coarsen_all(g: &Graph, k: usize, rng: &mut Stream, part: Option<&[u32]>) -> Vec<Level> {
+/// Coarsens `g`; with `class`, only vertices of the same class are merged
+/// (an iterated V-cycle keeps its partition on every level, pinned vertices
+/// stay with their part, repartitioning keeps track of where vertices were).
+fn coarsen_all(g: &Graph, k: usize, rng: &mut Stream, class: Option<Vec<u64>>) -> Vec<Level> {
     let coarsen_to = (30 * k).max(160);
     let total = g.total_weights();
     let maxw: Vec<i64> = total.iter().map(|&t| ((1.5 * t as f64 / coarsen_to as f64).ceil() as i64).max(1)).collect();
     let mut levels: Vec<Level> = Vec::new();
-    let mut cur_part: Option<Vec<u32>> = part.map(<[u32]>::to_vec);
+    let mut cur_part: Option<Vec<u64>> = class;
     let mut power_law = false;
     loop {
         let cur = levels.last().map_or(g, |l| &l.graph);
@@ -64,22 +82,51 @@ fn coarsen_all(g: &Graph, k: usize, rng: &mut Stream, part: Option<&[u32]>) -> V
         }
         let graph = coarsen::contract(cur, &cmap, cn);
         if let Some(p) = cur_part.as_mut() {
-            let mut coarse = vec![0u32; cn];
-            for (v, &c) in cmap.iter().enumerate() {
-                coarse[c as usize] = p[v];
-            }
-            *p = coarse;
+            *p = restrict(&cmap, cn, p);
         }
         levels.push(Level { graph, cmap });
     }
     levels
 }
 
-/// One multilevel run; with `start`, an iterated V-cycle that keeps and improves that partition.
-fn vcycle(g: &Graph, cfg: &Config, lim: &Limits, rng: &mut Stream, start: Option<&[u32]>) -> Vec<u32> {
+/// One multilevel run; with `start`, an iterated V-cycle that keeps and
+/// improves that partition. Pinned vertices (`cfg.fixed`) never move; with
+/// `home`, moving a vertex away from its home part costs `alpha` per unit weight.
+fn vcycle(
+    g: &Graph,
+    cfg: &Config,
+    lim: &Limits,
+    rng: &mut Stream,
+    start: Option<&[u32]>,
+    home: Option<Home<'_>>,
+) -> Vec<u32> {
     let k = cfg.k;
-    let levels = coarsen_all(g, k, rng, start);
+    let n = g.n();
+    let fixed = cfg.fixed.as_deref();
+    let kk = k as u64 + 1;
+    let class: Option<Vec<u64>> = (start.is_some() || fixed.is_some() || home.is_some()).then(|| {
+        let f = |v: usize| fixed.map_or(k as u64, |f| if f[v] == FREE { k as u64 } else { u64::from(f[v]) });
+        (0..n)
+            .map(|v| {
+                let s = start.map_or(0, |s| u64::from(s[v]));
+                let h = home.map_or(0, |h| u64::from(h.part[v]));
+                (s * kk + f(v)) * kk + h
+            })
+            .collect()
+    });
+    let levels = coarsen_all(g, k, rng, class);
     let coarsest = levels.last().map_or(g, |l| &l.graph);
+    // Pins and homes on every level (index 0: the input graph).
+    let per_level = |fine: &[u32]| -> Vec<Vec<u32>> {
+        let mut all = vec![fine.to_vec()];
+        for l in &levels {
+            let next = restrict(&l.cmap, l.graph.n(), all.last().expect("level"));
+            all.push(next);
+        }
+        all
+    };
+    let fixed_at = fixed.map(per_level);
+    let home_at = home.map(|h| per_level(h.part));
     let tries = match cfg.preset {
         Preset::Fast => 2,
         Preset::Default => 12,
@@ -94,6 +141,13 @@ fn vcycle(g: &Graph, cfg: &Config, lim: &Limits, rng: &mut Stream, start: Option
         None => {
             let ids: Vec<u32> = (0..coarsest.n() as u32).collect();
             bisect::recursive_bisection(coarsest, &ids, 0, &fractions, eps, tries, rng, &mut parts);
+            if let Some(f) = &fixed_at {
+                for (p, &pin) in parts.iter_mut().zip(&f[levels.len()]) {
+                    if pin != FREE {
+                        *p = pin;
+                    }
+                }
+            }
         }
         Some(p) => {
             // Every coarse vertex lies in one part: carry the partition down.
@@ -134,6 +188,8 @@ fn vcycle(g: &Graph, cfg: &Config, lim: &Limits, rng: &mut Stream, start: Option
             Limits::new(&Config { imbalance: cfg.imbalance + slack.min(0.1), ..cfg.clone() }, &total)
         };
         let mut kw = refine::KWay::new(graph, k, &level_lim, parts);
+        kw.fixed = fixed_at.as_ref().map(|f| f[i].as_slice());
+        kw.home = home_at.as_ref().zip(home).map(|(h, home)| (h[i].as_slice(), home.alpha));
         kw.rebalance();
         kw.greedy(passes, rng);
         kw.rebalance();
@@ -181,6 +237,28 @@ pub fn multilevel_kway(g: &Graph, cfg: &Config) -> Result<(Vec<u32>, crate::Metr
             )));
         }
     }
+    if let Some(f) = &cfg.fixed {
+        let mut pinned = vec![0i64; cfg.k * g.ncon];
+        for (v, &p) in f.iter().enumerate() {
+            if p != FREE {
+                for (c, w) in g.weights(v).iter().enumerate() {
+                    pinned[p as usize * g.ncon + c] += w;
+                }
+            }
+        }
+        for p in 0..cfg.k {
+            for c in 0..g.ncon {
+                if pinned[p * g.ncon + c] > lim.get(p, c) {
+                    return Err(PartitionError::Infeasible(format!(
+                        "the vertices pinned to part {p} weigh {} (constraint {}), over its limit {}",
+                        pinned[p * g.ncon + c],
+                        c + 1,
+                        lim.get(p, c)
+                    )));
+                }
+            }
+        }
+    }
     if cfg.k == 1 {
         let parts = vec![0; g.n()];
         let m = metrics(g, &parts, cfg);
@@ -199,9 +277,9 @@ pub fn multilevel_kway(g: &Graph, cfg: &Config) -> Result<(Vec<u32>, crate::Metr
             break;
         }
         let mut rng = StreamKey::new(cfg.seed).purpose("parsim.partition.multilevel").with(r).stream();
-        let mut parts = vcycle(g, cfg, &lim, &mut rng, None);
+        let mut parts = vcycle(g, cfg, &lim, &mut rng, None, None);
         for _ in 1..cycles {
-            parts = vcycle(g, cfg, &lim, &mut rng, Some(&parts));
+            parts = vcycle(g, cfg, &lim, &mut rng, Some(&parts), None);
         }
         let m = metrics(g, &parts, cfg);
         let better = best
@@ -222,4 +300,50 @@ pub fn multilevel_kway(g: &Graph, cfg: &Config) -> Result<(Vec<u32>, crate::Metr
         )));
     }
     Ok((parts, m))
+}
+
+/// Repartitioning for dynamic load balancing: starting from `current`,
+/// minimise cut + `alpha` · migrated weight (vertex weight of constraint 1
+/// of the vertices whose part changes) within the balance limits. Returns
+/// the new parts, their metrics and the migrated weight.
+///
+/// ```
+/// use parsim_partition::{multilevel_kway, repartition, Config, Graph};
+/// let g = Graph::from_edges(8, &(0..7).map(|i| (i, i + 1, 1)).collect::<Vec<_>>()).unwrap();
+/// // Everything on part 0: unbalanced; repartitioning moves as little as it can.
+/// let (parts, m, migrated) = repartition(&g, &Config::new(2), &[0; 8], 1).unwrap();
+/// assert!(m.balanced);
+/// assert_eq!(migrated, 4);
+/// assert_eq!(parts.iter().filter(|&&p| p == 1).count(), 4);
+/// ```
+pub fn repartition(g: &Graph, cfg: &Config, current: &[u32], alpha: i64) -> Result<(Vec<u32>, crate::Metrics, i64)> {
+    cfg.check(g)?;
+    if current.len() != g.n() || current.iter().any(|&p| p as usize >= cfg.k) {
+        return Err(PartitionError::BadArgument(format!(
+            "the current partition must give each of the {} vertices a part below K = {}",
+            g.n(),
+            cfg.k
+        )));
+    }
+    if alpha < 0 {
+        return Err(PartitionError::BadArgument(format!("the migration cost {alpha} must be >= 0")));
+    }
+    let lim = Limits::new(cfg, &g.total_weights());
+    let mut rng = StreamKey::new(cfg.seed).purpose("parsim.partition.repartition").stream();
+    let home = Home { part: current, alpha };
+    let cycles = if cfg.preset == Preset::Strong { 4 } else { 2 };
+    let mut parts = current.to_vec();
+    for _ in 0..cycles {
+        parts = vcycle(g, cfg, &lim, &mut rng, Some(&parts), Some(home));
+    }
+    let m = metrics(g, &parts, cfg);
+    if !m.balanced {
+        return Err(PartitionError::Infeasible(format!(
+            "no repartition within imbalance {} was found (max imbalance {:.4})",
+            cfg.imbalance,
+            m.max_imbalance()
+        )));
+    }
+    let migrated = (0..g.n()).filter(|&v| parts[v] != current[v]).map(|v| g.weights(v)[0]).sum();
+    Ok((parts, m, migrated))
 }

@@ -40,12 +40,17 @@ pub struct Config {
     pub preset: Preset,
     /// Target fraction of the total weight per part (`None`: equal parts).
     pub targets: Option<Vec<f64>>,
+    /// Vertices pinned to a part: `fixed[v]` is v's part, or [`FREE`].
+    pub fixed: Option<Vec<u32>>,
 }
+
+/// A vertex that is not pinned (see [`Config::fixed`]).
+pub const FREE: u32 = u32::MAX;
 
 impl Config {
     /// `k` equal parts at 3 % imbalance.
     pub fn new(k: usize) -> Self {
-        Config { k, imbalance: 0.03, seed: 0, preset: Preset::Default, targets: None }
+        Config { k, imbalance: 0.03, seed: 0, preset: Preset::Default, targets: None, fixed: None }
     }
 
     /// Checks the request against `g`.
@@ -70,6 +75,22 @@ impl Config {
             {
                 return Err(PartitionError::BadArgument(format!(
                     "targets must be {} positive fractions summing to 1",
+                    self.k
+                )));
+            }
+        }
+        if let Some(f) = &self.fixed {
+            if f.len() != g.n() {
+                return Err(PartitionError::BadArgument(format!(
+                    "fixed has {} entries for {} vertices",
+                    f.len(),
+                    g.n()
+                )));
+            }
+            if let Some((v, &p)) = f.iter().enumerate().find(|(_, &p)| p != FREE && p as usize >= self.k) {
+                return Err(PartitionError::BadArgument(format!(
+                    "vertex {} is pinned to part {p}, but K = {}",
+                    v + 1,
                     self.k
                 )));
             }

@@ -73,3 +73,25 @@ fn bad_graphs_and_requests_exit_2_with_the_place() {
     let o = partition_in(&dir, &["missing.graph", "2"]);
     assert_eq!(o.status.code(), Some(1));
 }
+
+#[test]
+fn pins_and_repartitioning_from_the_command_line() {
+    let dir = tmp("partition-pins");
+    let o = partition_in(&dir, &[&data("crack.graph"), "4", "--out", "old.part"]);
+    assert!(o.status.success());
+    // Pin the first hundred vertices to part 3.
+    let pins: String = (0..10240).map(|v| if v < 100 { "3\n" } else { "-1\n" }).collect();
+    std::fs::write(dir.join("pins"), pins).unwrap();
+    let o = partition_in(&dir, &[&data("crack.graph"), "4", "--fixed", "pins", "--out", "pinned.part"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let parts = std::fs::read_to_string(dir.join("pinned.part")).unwrap();
+    assert!(parts.lines().take(100).all(|l| l == "3"));
+    let o = partition_in(&dir, &[&data("crack.graph"), "4", "--current", "old.part", "--alpha", "3", "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["migrated_weight"], 0, "an already balanced partition needs no migration");
+    std::fs::write(dir.join("bad.pins"), "0\nx\n").unwrap();
+    let o = partition_in(&dir, &[&data("crack.graph"), "4", "--fixed", "bad.pins"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("bad.pins:2"));
+}

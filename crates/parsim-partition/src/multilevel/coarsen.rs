@@ -39,7 +39,7 @@ pub(crate) fn heavy_edge_matching(
     g: &Graph,
     rng: &mut Stream,
     maxw: &[i64],
-    part: Option<&[u32]>,
+    class: Option<&[u64]>,
 ) -> (Vec<u32>, usize) {
     let n = g.n();
     let mut mate = vec![u32::MAX; n];
@@ -60,7 +60,7 @@ pub(crate) fn heavy_edge_matching(
         order[start[d]] = v;
         start[d] += 1;
     }
-    let same = |a: usize, b: usize| part.is_none_or(|p| p[a] == p[b]);
+    let same = |a: usize, b: usize| class.is_none_or(|p| p[a] == p[b]);
     for v in order {
         let v = v as usize;
         if mate[v] != u32::MAX {
@@ -91,7 +91,7 @@ pub(crate) fn heavy_edge_matching(
 /// Size-constrained label propagation: every vertex joins the neighbouring
 /// cluster it is most strongly connected to, if the cluster stays within
 /// `maxw` (three rounds, random order).
-pub(crate) fn cluster(g: &Graph, rng: &mut Stream, maxw: &[i64], part: Option<&[u32]>) -> (Vec<u32>, usize) {
+pub(crate) fn cluster(g: &Graph, rng: &mut Stream, maxw: &[i64], class: Option<&[u64]>) -> (Vec<u32>, usize) {
     let n = g.n();
     let ncon = g.ncon;
     let mut label: Vec<u32> = (0..n as u32).collect();
@@ -104,7 +104,7 @@ pub(crate) fn cluster(g: &Graph, rng: &mut Stream, maxw: &[i64], part: Option<&[
             let v = v as usize;
             let own = label[v] as usize;
             for (&u, &w) in g.neighbours(v).iter().zip(g.edge_weights(v)) {
-                if part.is_some_and(|p| p[u as usize] != p[v]) {
+                if class.is_some_and(|p| p[u as usize] != p[v]) {
                     continue;
                 }
                 let l = label[u as usize] as usize;

@@ -17,6 +17,10 @@ pub(crate) struct KWay<'a> {
     pub pw: Vec<i64>,
     conn: Vec<i64>,
     touched: Vec<u32>,
+    /// Pinned vertices (`FREE` or their part): never moved.
+    pub fixed: Option<&'a [u32]>,
+    /// Repartitioning: each vertex's home part, and the cost per unit weight of leaving it.
+    pub home: Option<(&'a [u32], i64)>,
 }
 
 impl<'a> KWay<'a> {
@@ -27,7 +31,24 @@ impl<'a> KWay<'a> {
                 pw[parts[v] as usize * g.ncon + c] += w;
             }
         }
-        KWay { g, k, lim, parts, pw, conn: vec![0; k], touched: Vec::new() }
+        KWay { g, k, lim, parts, pw, conn: vec![0; k], touched: Vec::new(), fixed: None, home: None }
+    }
+
+    #[inline]
+    fn pinned(&self, v: usize) -> bool {
+        self.fixed.is_some_and(|f| f[v] != crate::partition::FREE)
+    }
+
+    /// The change in migration cost of moving `v` from `p` to `q` (as a gain).
+    #[inline]
+    fn migration(&self, v: usize, p: usize, q: usize) -> i64 {
+        match self.home {
+            None => 0,
+            Some((home, alpha)) => {
+                let h = home[v] as usize;
+                alpha * self.g.vwgt[v * self.g.ncon] * (i64::from(q == h) - i64::from(p == h))
+            }
+        }
     }
 
     #[inline]
@@ -119,6 +140,9 @@ impl<'a> KWay<'a> {
             let mut pass_gain = 0;
             for &v in &visit {
                 let v = v as usize;
+                if self.pinned(v) {
+                    continue;
+                }
                 let p = self.parts[v] as usize;
                 let int = self.connect(v);
                 if self.touched.len() <= 1 && self.touched.first().is_none_or(|&q| q as usize == p) {
@@ -177,6 +201,9 @@ impl<'a> KWay<'a> {
 
     /// The best admissible move of `v` to an adjacent part: (gain, part).
     fn best_move(&mut self, v: usize) -> Option<(i64, usize)> {
+        if self.pinned(v) {
+            return None;
+        }
         let p = self.parts[v] as usize;
         let int = self.connect(v);
         let mut best: Option<(i64, usize)> = None;
@@ -185,7 +212,7 @@ impl<'a> KWay<'a> {
             if q == p || !self.fits(v, q) {
                 continue;
             }
-            let gain = self.conn[q] - int;
+            let gain = self.conn[q] - int + self.migration(v, p, q);
             if best.is_none_or(|(bg, bq)| gain > bg || (gain == bg && self.fill(q) < self.fill(bq))) {
                 best = Some((gain, q));
             }
@@ -266,7 +293,7 @@ impl<'a> KWay<'a> {
             let mut cand: Vec<(i64, u32, u32)> = Vec::new();
             for v in 0..n {
                 let p = self.parts[v] as usize;
-                if !self.over(p) {
+                if !self.over(p) || self.pinned(v) {
                     continue;
                 }
                 let int = self.connect(v);
@@ -274,7 +301,7 @@ impl<'a> KWay<'a> {
                 for i in 0..self.touched.len() {
                     let q = self.touched[i] as usize;
                     if q != p && !self.over(q) {
-                        let loss = int - self.conn[q];
+                        let loss = int - self.conn[q] - self.migration(v, p, q);
                         if best.is_none_or(|(bl, _)| loss < bl) {
                             best = Some((loss, q));
                         }

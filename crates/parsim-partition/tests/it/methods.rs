@@ -164,3 +164,44 @@ fn vertex_cuts_replicate_less_than_hashing() {
         assert!(e.edge_balance <= 1.031, "{m:?}: {}", e.edge_balance);
     }
 }
+
+#[test]
+fn pinned_vertices_stay_where_they_are_pinned() {
+    let g = io::read_metis(&data("4elt.graph")).unwrap();
+    let k = 4;
+    // Pin every 97th vertex to part (v / 97) % 4.
+    let fixed: Vec<u32> =
+        (0..g.n()).map(|v| if v % 97 == 0 { ((v / 97) % k) as u32 } else { parsim_partition::FREE }).collect();
+    let cfg = Config { fixed: Some(fixed.clone()), ..Config::new(k) };
+    let (parts, m) = Method::Multilevel.partition(&g, &cfg).unwrap();
+    assert!(m.balanced);
+    for v in (0..g.n()).step_by(97) {
+        assert_eq!(parts[v], fixed[v], "vertex {v}");
+    }
+    let free = Method::Multilevel.partition(&g, &Config::new(k)).unwrap().1;
+    assert!(m.cut < 3 * free.cut, "pins cost too much: {} vs {}", m.cut, free.cut);
+    // More pinned weight than a part may hold is infeasible.
+    let all0 = Config { fixed: Some(vec![0; g.n()]), ..Config::new(k) };
+    assert!(matches!(Method::Multilevel.partition(&g, &all0), Err(parsim_partition::PartitionError::Infeasible(_))));
+}
+
+#[test]
+fn repartitioning_trades_cut_against_migration() {
+    let g = io::read_metis(&data("crack.graph")).unwrap();
+    let cfg = Config::new(8);
+    let (old, _) = Method::Multilevel.partition(&g, &cfg).unwrap();
+    // Grow part 0 by a quarter: shift some weight onto its vertices.
+    let mut h = g.clone();
+    for v in 0..h.n() {
+        if old[v] == 0 {
+            h.vwgt[v] = 2;
+        }
+    }
+    let cheap = parsim_partition::repartition(&h, &cfg, &old, 0).unwrap();
+    let dear = parsim_partition::repartition(&h, &cfg, &old, 20).unwrap();
+    assert!(cheap.1.balanced && dear.1.balanced);
+    assert!(dear.2 < cheap.2, "a higher migration cost should move less: {} vs {}", dear.2, cheap.2);
+    let scratch = Method::Multilevel.partition(&h, &cfg).unwrap().0;
+    let moved_scratch: i64 = (0..h.n()).filter(|&v| scratch[v] != old[v]).map(|v| h.vwgt[v]).sum();
+    assert!(dear.2 < moved_scratch / 2, "repartitioning moved {} vs {} from scratch", dear.2, moved_scratch);
+}
