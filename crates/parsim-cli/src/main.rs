@@ -86,8 +86,8 @@ enum Command {
         /// gpmetis's -objtype=cut|vol (the cut is minimised; the volume is reported).
         #[arg(long, hide = true)]
         objtype: Option<String>,
-        /// gpmetis's -contig (not supported yet: refused).
-        #[arg(long, hide = true)]
+        /// Contiguous parts (gpmetis: -contig): every part one connected piece.
+        #[arg(long)]
         contig: bool,
         /// Output file (default: NAME.part.K in the current directory).
         #[arg(long)]
@@ -282,9 +282,7 @@ fn main() -> ExitCode {
             alpha,
             json,
         } => {
-            if contig {
-                Err(InputError::flag("-contig", "contiguous partitions are not supported yet").into())
-            } else if ptype.as_deref().is_some_and(|p| p != "rb" && p != "kway") {
+            if ptype.as_deref().is_some_and(|p| p != "rb" && p != "kway") {
                 Err(InputError::flag("-ptype", "expected rb or kway").into())
             } else if objtype.as_deref().is_some_and(|o| o != "cut" && o != "vol") {
                 Err(InputError::flag("-objtype", "expected cut or vol").into())
@@ -303,6 +301,7 @@ fn main() -> ExitCode {
                     fixed,
                     current,
                     alpha,
+                    contig,
                 })
             }
         }

@@ -36,6 +36,8 @@ pub struct PartitionArgs {
     pub current: Option<PathBuf>,
     /// Migration cost per unit of moved vertex weight (with `current`).
     pub alpha: i64,
+    /// Contiguous parts.
+    pub contig: bool,
 }
 
 fn read_fixed(path: &Path, n: usize) -> Result<Vec<u32>> {
@@ -106,6 +108,7 @@ pub fn run(a: PartitionArgs) -> Result<()> {
     cfg.imbalance = a.imbalance - 1.0;
     cfg.seed = a.seed;
     cfg.preset = preset;
+    cfg.contiguous = a.contig;
     let t1 = Instant::now();
     let name = a.graph.file_name().map_or_else(|| "graph".into(), |n| n.to_string_lossy().into_owned());
     let vc = match a.method.as_str() {

@@ -5,6 +5,7 @@
 
 mod bisect;
 mod coarsen;
+mod contiguity;
 mod refine;
 
 use parsim_core::rng::{Stream, StreamKey};
@@ -231,7 +232,7 @@ pub fn multilevel_kway(g: &Graph, cfg: &Config) -> Result<(Vec<u32>, crate::Metr
         let roomiest = (0..cfg.k).map(|p| lim.get(p, c)).max().unwrap_or(0);
         if heaviest > roomiest {
             return Err(PartitionError::Infeasible(format!(
-                "a vertex of weight {heaviest} (constraint {}) does not fit in any part (limit {roomiest} at imbalance {})",
+                "a vertex of weight {heaviest} (constraint {}) does not fit in any part (limit {roomiest} at imbalance {:.4})",
                 c + 1,
                 cfg.imbalance
             )));
@@ -289,10 +290,27 @@ pub fn multilevel_kway(g: &Graph, cfg: &Config) -> Result<(Vec<u32>, crate::Metr
             best = Some((parts, m));
         }
     }
-    let (parts, m) = best.expect("one run");
+    let (mut parts, mut m) = best.expect("one run");
+    if cfg.contiguous {
+        // Moving stray pieces can overfill a part: then move single boundary
+        // vertices out of it, never one that would split it.
+        contiguity::make_contiguous(g, &mut parts, cfg.k, &lim, cfg.fixed.as_deref())?;
+        if g.ncon == 1 {
+            contiguity::rebalance_contiguous(g, &mut parts, cfg.k, &lim, cfg.fixed.as_deref());
+        }
+        m = metrics(g, &parts, cfg);
+        if !m.balanced {
+            return Err(PartitionError::Infeasible(format!(
+                "no contiguous partition into {} parts within imbalance {:.4} was found (best: max imbalance {:.4})",
+                cfg.k,
+                cfg.imbalance,
+                m.max_imbalance()
+            )));
+        }
+    }
     if !m.balanced || m.empty_parts > 0 {
         return Err(PartitionError::Infeasible(format!(
-            "no partition into {} parts within imbalance {} was found (best: max imbalance {:.4}, {} empty parts)",
+            "no partition into {} parts within imbalance {:.4} was found (best: max imbalance {:.4}, {} empty parts)",
             cfg.k,
             cfg.imbalance,
             m.max_imbalance(),
@@ -339,7 +357,7 @@ pub fn repartition(g: &Graph, cfg: &Config, current: &[u32], alpha: i64) -> Resu
     let m = metrics(g, &parts, cfg);
     if !m.balanced {
         return Err(PartitionError::Infeasible(format!(
-            "no repartition within imbalance {} was found (max imbalance {:.4})",
+            "no repartition within imbalance {:.4} was found (max imbalance {:.4})",
             cfg.imbalance,
             m.max_imbalance()
         )));

@@ -42,6 +42,8 @@ pub struct Config {
     pub targets: Option<Vec<f64>>,
     /// Vertices pinned to a part: `fixed[v]` is v's part, or [`FREE`].
     pub fixed: Option<Vec<u32>>,
+    /// Every part must induce a connected subgraph (multilevel only).
+    pub contiguous: bool,
 }
 
 /// A vertex that is not pinned (see [`Config::fixed`]).
@@ -50,7 +52,7 @@ pub const FREE: u32 = u32::MAX;
 impl Config {
     /// `k` equal parts at 3 % imbalance.
     pub fn new(k: usize) -> Self {
-        Config { k, imbalance: 0.03, seed: 0, preset: Preset::Default, targets: None, fixed: None }
+        Config { k, imbalance: 0.03, seed: 0, preset: Preset::Default, targets: None, fixed: None, contiguous: false }
     }
 
     /// Checks the request against `g`.

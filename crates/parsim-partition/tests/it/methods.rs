@@ -205,3 +205,52 @@ fn repartitioning_trades_cut_against_migration() {
     let moved_scratch: i64 = (0..h.n()).filter(|&v| scratch[v] != old[v]).map(|v| h.vwgt[v]).sum();
     assert!(dear.2 < moved_scratch / 2, "repartitioning moved {} vs {} from scratch", dear.2, moved_scratch);
 }
+
+/// The number of connected pieces each part induces.
+fn pieces_per_part(g: &Graph, parts: &[u32], k: usize) -> Vec<usize> {
+    let mut seen = vec![false; g.n()];
+    let mut count = vec![0; k];
+    for s in 0..g.n() {
+        if seen[s] {
+            continue;
+        }
+        count[parts[s] as usize] += 1;
+        let mut stack = vec![s];
+        seen[s] = true;
+        while let Some(v) = stack.pop() {
+            for &u in g.neighbours(v) {
+                if !seen[u as usize] && parts[u as usize] == parts[v] {
+                    seen[u as usize] = true;
+                    stack.push(u as usize);
+                }
+            }
+        }
+    }
+    count
+}
+
+#[test]
+fn contiguous_parts_are_connected() {
+    for name in ["4elt.graph", "crack.graph", "whitaker3.graph", "add32.graph", "uk.graph"] {
+        let g = io::read_metis(&data(name)).unwrap();
+        for k in [4, 16] {
+            let cfg = Config { contiguous: true, ..Config::new(k) };
+            match Method::Multilevel.partition(&g, &cfg) {
+                Ok((parts, m)) => {
+                    assert!(m.balanced, "{name} {k}");
+                    assert_eq!(pieces_per_part(&g, &parts, k), vec![1; k], "{name} k={k}");
+                }
+                // Circuits and sparse meshes are not always made contiguous within 3 % yet
+                // (gpmetis manages add32 and uk); never a non-contiguous result.
+                Err(parsim_partition::PartitionError::Infeasible(_)) if name == "add32.graph" || name == "uk.graph" => {
+                }
+                Err(e) => panic!("{name} k={k}: {e}"),
+            }
+        }
+    }
+    // Two components cannot be two... three contiguous parts of one vertex each? They can; but
+    // 3 disjoint edges cannot be 2 contiguous parts.
+    let g = Graph::from_edges(6, &[(0, 1, 1), (2, 3, 1), (4, 5, 1)]).unwrap();
+    let cfg = Config { contiguous: true, imbalance: 0.5, ..Config::new(2) };
+    assert!(Method::Multilevel.partition(&g, &cfg).is_err());
+}
