@@ -89,6 +89,9 @@ enum Command {
         /// Contiguous parts (gpmetis: -contig): every part one connected piece.
         #[arg(long)]
         contig: bool,
+        /// With --method ldg|fennel: partition while reading the file, without loading the graph.
+        #[arg(long)]
+        stream: bool,
         /// Output file (default: NAME.part.K in the current directory).
         #[arg(long)]
         out: Option<PathBuf>,
@@ -280,6 +283,7 @@ fn main() -> ExitCode {
             fixed,
             current,
             alpha,
+            stream,
             json,
         } => {
             if ptype.as_deref().is_some_and(|p| p != "rb" && p != "kway") {
@@ -302,6 +306,7 @@ fn main() -> ExitCode {
                     current,
                     alpha,
                     contig,
+                    stream,
                 })
             }
         }

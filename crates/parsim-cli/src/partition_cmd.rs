@@ -38,6 +38,8 @@ pub struct PartitionArgs {
     pub alpha: i64,
     /// Contiguous parts.
     pub contig: bool,
+    /// Partition while reading (ldg, fennel), without loading the graph.
+    pub stream: bool,
 }
 
 fn read_fixed(path: &Path, n: usize) -> Result<Vec<u32>> {
@@ -95,6 +97,9 @@ pub fn run(a: PartitionArgs) -> Result<()> {
     let preset = Preset::parse(&a.preset)
         .ok_or_else(|| input(format!("--preset {}: expected fast, default or strong", a.preset)))?;
     let t0 = Instant::now();
+    if a.stream {
+        return stream(&a, t0);
+    }
     let as_input = |e: PartitionError| match e {
         PartitionError::Io { .. } => anyhow::Error::from(e),
         other => InputError::flag("graph", other.to_string()).into(),
@@ -189,5 +194,45 @@ pub fn run(a: PartitionArgs) -> Result<()> {
         }
         println!("read {read_s:.3} s, partitioned in {part_s:.3} s ({}) → {}", a.method, out.display());
     }
+    Ok(())
+}
+
+/// `--stream`: one pass over the file, memory per vertex only.
+fn stream(a: &PartitionArgs, t0: Instant) -> Result<()> {
+    use parsim_partition::streaming::{stream_edge_list, stream_metis, Streaming};
+    let method = match a.method.as_str() {
+        "ldg" => Streaming::Ldg,
+        "fennel" => Streaming::Fennel,
+        other => return Err(input(format!("--stream works with --method ldg or fennel, not {other}"))),
+    };
+    let mut cfg = Config::new(a.k);
+    cfg.imbalance = a.imbalance - 1.0;
+    let ext = a.graph.extension().and_then(|e| e.to_str()).unwrap_or("");
+    let parts = match ext {
+        "txt" | "el" | "edges" | "snap" => stream_edge_list(&a.graph, &cfg, method, false),
+        "bin" | "u32" => stream_edge_list(&a.graph, &cfg, method, true),
+        _ => stream_metis(&a.graph, &cfg, method),
+    }
+    .map_err(|e| match e {
+        PartitionError::Io { .. } => anyhow::Error::from(e),
+        other => InputError::flag("graph", other.to_string()).into(),
+    })?;
+    let name = a.graph.file_name().map_or_else(|| "graph".into(), |n| n.to_string_lossy().into_owned());
+    let out = a.out.clone().unwrap_or_else(|| PathBuf::from(format!("{name}.part.{}", a.k)));
+    io::write_partition(&out, &parts)?;
+    let mut sizes = vec![0usize; a.k];
+    for &p in &parts {
+        sizes[p as usize] += 1;
+    }
+    println!(
+        "{name}: {} vertices streamed into {} parts ({}): largest part {} vertices (average {:.1}), in {:.3} s → {}",
+        parts.len(),
+        a.k,
+        a.method,
+        sizes.iter().max().unwrap_or(&0),
+        parts.len() as f64 / a.k as f64,
+        t0.elapsed().as_secs_f64(),
+        out.display()
+    );
     Ok(())
 }

@@ -136,3 +136,54 @@ pub fn stream_metis(path: &Path, cfg: &Config, method: Streaming) -> Result<Vec<
     }
     Ok(s.parts)
 }
+
+/// Partitions an edge list (SNAP text, or `u32` pairs with `binary`) in one
+/// streaming pass over its edges, after a counting pass: consecutive edges
+/// with the same source form that vertex's neighbour list (SNAP lists are
+/// sorted by source), and the vertex is placed when its list ends; vertices
+/// that are never a source are placed last. Memory: a part id and an id
+/// mapping per vertex. Returns the part of each vertex, by dense id in order
+/// of first appearance (the numbering [`crate::io::read_edge_list`] uses).
+pub fn stream_edge_list(path: &Path, cfg: &Config, method: Streaming, binary: bool) -> Result<Vec<u32>> {
+    let open = || if binary { crate::io::EdgeStream::u32_pairs(path) } else { crate::io::EdgeStream::text(path) };
+    // Pass 1: how many vertices and edges (for the capacity and FENNEL's α).
+    let mut count = open()?;
+    let mut m = 0usize;
+    for e in count.by_ref() {
+        e?;
+        m += 1;
+    }
+    let n = count.vertices();
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    let mut s = Stream::new(method, cfg, n, m);
+    let mut current: Option<u32> = None;
+    let mut nb: Vec<usize> = Vec::new();
+    for e in open()? {
+        let (a, b) = e?;
+        if current != Some(a) {
+            if let Some(c) = current {
+                if s.parts[c as usize] == u32::MAX {
+                    s.place(c as usize, nb.drain(..));
+                }
+                nb.clear();
+            }
+            current = Some(a);
+        }
+        if a != b {
+            nb.push(b as usize);
+        }
+    }
+    if let Some(c) = current {
+        if s.parts[c as usize] == u32::MAX {
+            s.place(c as usize, nb.drain(..));
+        }
+    }
+    for v in 0..n {
+        if s.parts[v] == u32::MAX {
+            s.place(v, std::iter::empty());
+        }
+    }
+    Ok(s.parts)
+}

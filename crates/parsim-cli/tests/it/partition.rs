@@ -54,6 +54,11 @@ fn every_method_runs_from_the_command_line() {
         let o = partition_in(&dir, &[&data("add32.graph"), "4", "--method", m]);
         assert!(o.status.success(), "{m}: {}", String::from_utf8_lossy(&o.stderr));
     }
+    for m in ["ldg", "fennel"] {
+        let o = partition_in(&dir, &[&data("add32.graph"), "4", "--method", m, "--stream", "--out", "s.part"]);
+        assert!(o.status.success(), "{m} --stream: {}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(std::fs::read_to_string(dir.join("s.part")).unwrap().lines().count(), 4960);
+    }
     let o = partition_in(&dir, &[&data("add32.graph"), "4", "--method", "rcb"]);
     assert_eq!(o.status.code(), Some(2), "rcb without coordinates");
 }

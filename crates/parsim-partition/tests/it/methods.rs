@@ -254,3 +254,37 @@ fn contiguous_parts_are_connected() {
     let cfg = Config { contiguous: true, imbalance: 0.5, ..Config::new(2) };
     assert!(Method::Multilevel.partition(&g, &cfg).is_err());
 }
+
+#[test]
+fn streaming_an_edge_list_matches_streaming_the_graph() {
+    use parsim_partition::streaming::{stream_edge_list, stream_graph, Streaming};
+    let g = io::read_metis(&data("fe_4elt2.graph")).unwrap();
+    let dir = std::env::temp_dir().join(format!("parsim-partition-stream-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // Both directions, sorted by source: the edge list is a vertex stream in id order.
+    let mut text = String::from("# fe_4elt2\n");
+    let mut bin = Vec::new();
+    for v in 0..g.n() {
+        for &u in g.neighbours(v) {
+            text += &format!("{v} {u}\n");
+            bin.extend_from_slice(&(v as u32).to_le_bytes());
+            bin.extend_from_slice(&u.to_le_bytes());
+        }
+    }
+    std::fs::write(dir.join("e.txt"), text).unwrap();
+    std::fs::write(dir.join("e.bin"), bin).unwrap();
+    let cfg = Config::new(8);
+    for method in [Streaming::Ldg, Streaming::Fennel] {
+        // Ids appear in the order 0, its neighbours, 1, …: map them back to compare.
+        let h = io::read_edge_list(&dir.join("e.txt")).unwrap();
+        assert_eq!((h.n(), h.edges()), (g.n(), g.edges()));
+        let from_text = stream_edge_list(&dir.join("e.txt"), &cfg, method, false).unwrap();
+        let from_bin = stream_edge_list(&dir.join("e.bin"), &cfg, method, true).unwrap();
+        assert_eq!(from_text, from_bin, "{method:?}");
+        let m = metrics(&h, &from_text, &cfg);
+        assert!(m.balanced && m.empty_parts == 0, "{method:?}");
+        let reference = metrics(&g, &stream_graph(&g, &cfg, method), &cfg);
+        assert!(m.cut < 3 * reference.cut, "{method:?}: {} vs {}", m.cut, reference.cut);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
