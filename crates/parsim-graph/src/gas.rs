@@ -1,0 +1,327 @@
+//! Gather-apply-scatter over a vertex cut (PowerGraph's model).
+//!
+//! Edges are partitioned ([`parsim_partition::vertex_cut`]); a vertex with
+//! edges on several ranks has a replica on each: one *master*, the others
+//! *mirrors*. A superstep: every replica **gathers** over its local edges
+//! into a partial accumulator; mirrors send their partials to the master,
+//! which sums them and **applies** the new value; the master sends the value
+//! back to its mirrors (reconciliation); replicas whose value changed
+//! **scatter**, activating their neighbours for the next superstep (the
+//! activation is reconciled the same way). High-degree vertices thus cost one
+//! partial per rank, not one message per edge.
+
+use bytemuck::Zeroable;
+use parsim_comm::{Comm, Pod, ReduceOp};
+use parsim_core::ExactSum;
+use parsim_partition::EdgePartition;
+
+use crate::error::{GraphError, Result};
+
+/// A gather-apply-scatter program. See [`crate::algorithms`] for examples.
+pub trait GasProgram: Sync {
+    /// The value of a vertex.
+    type Value: Pod + Send + PartialEq;
+    /// The gathered accumulator.
+    type Acc: Pod + Send;
+
+    /// The value of vertex `v` of degree `degree` before superstep 0.
+    fn init(&self, v: u32, degree: usize) -> Self::Value;
+    /// What a neighbour of value `nbr` and degree `nbr_degree` contributes over an edge of weight `w`.
+    fn gather(&self, nbr: &Self::Value, nbr_degree: usize, w: f64) -> Self::Acc;
+    /// Combines two accumulators (commutative and associative).
+    fn sum(&self, a: Self::Acc, b: Self::Acc) -> Self::Acc;
+    /// The new value of `v` from its old value and everything gathered
+    /// (`None`: no active neighbour); `total` is the exact sum of
+    /// [`contribute`](Self::contribute) over all vertices before this superstep.
+    fn apply(&self, v: u32, degree: usize, old: &Self::Value, acc: Option<Self::Acc>, total: f64) -> Self::Value;
+    /// A per-vertex term of a global sum passed to `apply` (PageRank's dangling mass).
+    fn contribute(&self, _value: &Self::Value, _degree: usize) -> f64 {
+        0.0
+    }
+    /// Whether every vertex stays active (fixed-iteration programs); otherwise
+    /// only neighbours of changed vertices gather next superstep.
+    fn always_active(&self) -> bool {
+        false
+    }
+}
+
+/// One rank's part of a vertex-cut graph.
+#[derive(Clone, Debug)]
+pub struct CutGraph {
+    rank: usize,
+    ranks: usize,
+    n_global: usize,
+    /// Global ids of the local replicas, ascending.
+    ids: Vec<u32>,
+    /// Global degree of each replica.
+    degree: Vec<u32>,
+    /// Local edges (local ids) and weights.
+    edges: Vec<(u32, u32)>,
+    weight: Option<Vec<f64>>,
+    master: Vec<bool>,
+    /// Per rank q: local ids mastered by q with a mirror here (ascending global id).
+    to_master: Vec<Vec<u32>>,
+    /// Per rank q: local ids mastered here with a mirror on q.
+    from_mirrors: Vec<Vec<u32>>,
+}
+
+impl CutGraph {
+    /// Builds rank `rank`'s part of the `n`-vertex graph whose edges `ep`
+    /// assigns to parts `0..ranks` (`weights` parallel to `ep.edges`, if any).
+    /// The master of a vertex is one of its replicas chosen by its id; an
+    /// isolated vertex lives on rank `v % ranks` alone.
+    pub fn build(rank: usize, ranks: usize, n: usize, ep: &EdgePartition, weights: Option<&[f64]>) -> Result<CutGraph> {
+        if ep.edges.len() != ep.parts.len() {
+            return Err(GraphError::BadArgument("one part per edge".into()));
+        }
+        if let Some(&p) = ep.parts.iter().find(|&&p| p as usize >= ranks) {
+            return Err(GraphError::BadArgument(format!("an edge is given to part {p}, but there are {ranks} ranks")));
+        }
+        let mut reps: Vec<(u32, u32)> = Vec::with_capacity(ep.edges.len() * 2);
+        let mut degree_g = vec![0u32; n];
+        for (&(u, v), &p) in ep.edges.iter().zip(&ep.parts) {
+            if u as usize >= n || v as usize >= n {
+                return Err(GraphError::BadArgument(format!("edge ({u}, {v}) outside 0..{n}")));
+            }
+            reps.push((u, p));
+            reps.push((v, p));
+            degree_g[u as usize] += 1;
+            degree_g[v as usize] += 1;
+        }
+        reps.sort_unstable();
+        reps.dedup();
+        // Replica sets as CSR over vertices.
+        let mut rx = vec![0usize; n + 1];
+        for &(v, _) in &reps {
+            rx[v as usize + 1] += 1;
+        }
+        for v in 0..n {
+            rx[v + 1] += rx[v];
+        }
+        let parts_of = |v: usize| reps[rx[v]..rx[v + 1]].iter().map(|&(_, p)| p as usize);
+        let master_of = |v: usize| -> usize {
+            let c = rx[v + 1] - rx[v];
+            if c == 0 {
+                v % ranks
+            } else {
+                reps[rx[v] + v % c].1 as usize
+            }
+        };
+        let mut ids = Vec::new();
+        let mut master = Vec::new();
+        let mut to_master = vec![Vec::new(); ranks];
+        let mut from_mirrors = vec![Vec::new(); ranks];
+        for v in 0..n {
+            let m = master_of(v);
+            let here = parts_of(v).any(|p| p == rank) || (m == rank);
+            if !here {
+                continue;
+            }
+            let l = ids.len() as u32;
+            ids.push(v as u32);
+            master.push(m == rank);
+            if m == rank {
+                for q in parts_of(v).filter(|&q| q != rank) {
+                    from_mirrors[q].push(l);
+                }
+            } else {
+                to_master[m].push(l);
+            }
+        }
+        let degree = ids.iter().map(|&v| degree_g[v as usize]).collect();
+        let mut edges = Vec::new();
+        let mut weight = weights.map(|_| Vec::new());
+        let local = |v: u32| ids.binary_search(&v).expect("a replica") as u32;
+        for (i, (&(u, v), &p)) in ep.edges.iter().zip(&ep.parts).enumerate() {
+            if p as usize == rank {
+                edges.push((local(u), local(v)));
+                if let (Some(w), Some(src)) = (weight.as_mut(), weights) {
+                    w.push(src[i]);
+                }
+            }
+        }
+        Ok(CutGraph { rank, ranks, n_global: n, ids, degree, edges, weight, master, to_master, from_mirrors })
+    }
+
+    /// Replicas held here (masters and mirrors).
+    pub fn replicas(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Masters held here.
+    pub fn masters(&self) -> usize {
+        self.master.iter().filter(|&&m| m).count()
+    }
+
+    /// Edges held here.
+    pub fn local_edges(&self) -> usize {
+        self.edges.len()
+    }
+
+    /// Gathers the masters' values on rank 0, in global id order.
+    pub fn gather_values<C: Comm, V: Pod + Send>(&self, comm: &C, values: &[V]) -> Result<Option<Vec<V>>> {
+        let mut ids = Vec::new();
+        let mut vals = Vec::new();
+        for (l, &m) in self.master.iter().enumerate() {
+            if m {
+                ids.push(self.ids[l]);
+                vals.push(values[l]);
+            }
+        }
+        let (Some(ids), Some(vals)) = (comm.gather(0, ids)?, comm.gather(0, vals)?) else { return Ok(None) };
+        let mut out = vec![V::zeroed(); self.n_global];
+        for (is, vs) in ids.iter().zip(vals) {
+            for (&i, v) in is.iter().zip(vs) {
+                out[i as usize] = v;
+            }
+        }
+        Ok(Some(out))
+    }
+}
+
+/// What a GAS run hands back on each rank.
+#[derive(Clone, Debug)]
+pub struct GasResult<V> {
+    /// The value of every local replica (equal on all replicas of a vertex).
+    pub values: Vec<V>,
+    /// Supersteps run.
+    pub supersteps: u64,
+    /// Bytes sent to other ranks.
+    pub remote_bytes: u64,
+}
+
+fn exchange<C: Comm, T: Pod + Send>(comm: &C, parts: Vec<Vec<T>>, bytes: &mut u64) -> Result<Vec<Vec<T>>> {
+    for (q, p) in parts.iter().enumerate() {
+        if q != comm.rank() {
+            *bytes += std::mem::size_of_val(p.as_slice()) as u64;
+        }
+    }
+    Ok(comm.all_to_all_v(parts)?)
+}
+
+/// Runs `program` on this rank's part `g` until no value changes, or for
+/// `max_supersteps` (fixed-iteration programs). Every rank calls it.
+pub fn run<C: Comm, P: GasProgram>(
+    comm: &C,
+    g: &CutGraph,
+    program: &P,
+    max_supersteps: u64,
+) -> Result<GasResult<P::Value>> {
+    if comm.size() != g.ranks || comm.rank() != g.rank {
+        return Err(GraphError::BadArgument("the cut graph was built for another communicator".into()));
+    }
+    let nl = g.ids.len();
+    let mut values: Vec<P::Value> = (0..nl).map(|l| program.init(g.ids[l], g.degree[l] as usize)).collect();
+    let mut active = vec![true; nl];
+    let (mut step, mut bytes) = (0u64, 0u64);
+    let ranks = comm.size();
+    while step < max_supersteps {
+        let _c = comm.clock().enter(parsim_core::Phase::Compute);
+        // The global term, from the masters.
+        let mut s = ExactSum::new();
+        for l in 0..nl {
+            if g.master[l] {
+                s.add(program.contribute(&values[l], g.degree[l] as usize));
+            }
+        }
+        drop(_c);
+        let total = comm.all_reduce_exact(&s)?.value();
+        let _c = comm.clock().enter(parsim_core::Phase::Compute);
+        // Gather over local edges.
+        let mut acc: Vec<Option<P::Acc>> = vec![None; nl];
+        let add = |acc: &mut Option<P::Acc>, x: P::Acc| *acc = Some(acc.map_or(x, |a| program.sum(a, x)));
+        for (e, &(a, b)) in g.edges.iter().enumerate() {
+            let w = g.weight.as_ref().map_or(1.0, |w| w[e]);
+            let (a, b) = (a as usize, b as usize);
+            if active[b] {
+                let x = program.gather(&values[a], g.degree[a] as usize, w);
+                add(&mut acc[b], x);
+            }
+            if active[a] {
+                let x = program.gather(&values[b], g.degree[b] as usize, w);
+                add(&mut acc[a], x);
+            }
+        }
+        // Mirrors → masters: presence flags and partial sums.
+        let flags: Vec<Vec<u8>> =
+            g.to_master.iter().map(|ls| ls.iter().map(|&l| u8::from(acc[l as usize].is_some())).collect()).collect();
+        let partial: Vec<Vec<P::Acc>> = g
+            .to_master
+            .iter()
+            .map(|ls| ls.iter().map(|&l| acc[l as usize].unwrap_or_else(P::Acc::zeroed)).collect())
+            .collect();
+        drop(_c);
+        let flags = exchange(comm, flags, &mut bytes)?;
+        let partial = exchange(comm, partial, &mut bytes)?;
+        let _c = comm.clock().enter(parsim_core::Phase::Compute);
+        for q in 0..ranks {
+            for (k, &l) in g.from_mirrors[q].iter().enumerate() {
+                if flags[q][k] == 1 {
+                    add(&mut acc[l as usize], partial[q][k]);
+                }
+            }
+        }
+        // Apply on masters.
+        let mut changed = vec![false; nl];
+        let mut n_changed = 0u64;
+        for l in 0..nl {
+            if g.master[l] && active[l] {
+                let new = program.apply(g.ids[l], g.degree[l] as usize, &values[l], acc[l], total);
+                if new != values[l] {
+                    changed[l] = true;
+                    n_changed += 1;
+                    values[l] = new;
+                }
+            }
+        }
+        // Masters → mirrors: the values and whether they changed.
+        let vals: Vec<Vec<P::Value>> =
+            g.from_mirrors.iter().map(|ls| ls.iter().map(|&l| values[l as usize]).collect()).collect();
+        let ch: Vec<Vec<u8>> =
+            g.from_mirrors.iter().map(|ls| ls.iter().map(|&l| u8::from(changed[l as usize])).collect()).collect();
+        drop(_c);
+        let vals = exchange(comm, vals, &mut bytes)?;
+        let ch = exchange(comm, ch, &mut bytes)?;
+        for q in 0..ranks {
+            for (k, &l) in g.to_master[q].iter().enumerate() {
+                values[l as usize] = vals[q][k];
+                changed[l as usize] = ch[q][k] == 1;
+            }
+        }
+        step += 1;
+        if program.always_active() {
+            continue;
+        }
+        if comm.all_reduce(&[n_changed], ReduceOp::Sum)?[0] == 0 {
+            break;
+        }
+        // Scatter: neighbours of changed vertices become active; reconcile.
+        let mut next = vec![false; nl];
+        for &(a, b) in &g.edges {
+            if changed[a as usize] {
+                next[b as usize] = true;
+            }
+            if changed[b as usize] {
+                next[a as usize] = true;
+            }
+        }
+        let up: Vec<Vec<u8>> =
+            g.to_master.iter().map(|ls| ls.iter().map(|&l| u8::from(next[l as usize])).collect()).collect();
+        let up = exchange(comm, up, &mut bytes)?;
+        for q in 0..ranks {
+            for (k, &l) in g.from_mirrors[q].iter().enumerate() {
+                next[l as usize] |= up[q][k] == 1;
+            }
+        }
+        let down: Vec<Vec<u8>> =
+            g.from_mirrors.iter().map(|ls| ls.iter().map(|&l| u8::from(next[l as usize])).collect()).collect();
+        let down = exchange(comm, down, &mut bytes)?;
+        for q in 0..ranks {
+            for (k, &l) in g.to_master[q].iter().enumerate() {
+                next[l as usize] = down[q][k] == 1;
+            }
+        }
+        active = next;
+    }
+    Ok(GasResult { values, supersteps: step, remote_bytes: bytes })
+}

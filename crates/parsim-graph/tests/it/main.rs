@@ -1,0 +1,4 @@
+//! Behaviour tests of the graph engines.
+
+mod dist;
+mod engines;
