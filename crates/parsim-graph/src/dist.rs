@@ -284,6 +284,12 @@ impl DistGraph {
         self.layer.as_ref().map_or(0, |l| l[e])
     }
 
+    /// The layers of owned vertex `i`'s edges (parallel to [`neighbours`](Self::neighbours)), if labelled.
+    #[inline]
+    pub fn layers_of(&self, i: usize) -> Option<&[u8]> {
+        self.layer.as_ref().map(|l| &l[self.xadj[i] as usize..self.xadj[i + 1] as usize])
+    }
+
     /// The owned neighbours of ghost `l` (a local id ≥ `owned()`), with
     /// their layers (or `None` without layers).
     #[inline]

@@ -1,0 +1,52 @@
+//! The error type of the agent-based models.
+
+use parsim_comm::CommError;
+use parsim_graph::GraphError;
+
+/// What can go wrong reading a population, configuring or running a model.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AbmError {
+    /// A malformed contact-network file.
+    #[error("{path}:{line}: {msg}")]
+    Parse {
+        /// The file.
+        path: String,
+        /// The line (for binary files: the pair number, from 1).
+        line: u64,
+        /// What was wrong.
+        msg: String,
+    },
+    /// A file could not be read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A parameter out of range (names the parameter).
+    #[error("{key}: {msg}")]
+    Config {
+        /// The parameter, e.g. `beta`.
+        key: String,
+        /// What was wrong.
+        msg: String,
+    },
+    /// The graph engine failed.
+    #[error(transparent)]
+    Graph(#[from] GraphError),
+    /// The communicator failed.
+    #[error(transparent)]
+    Comm(#[from] CommError),
+}
+
+impl AbmError {
+    /// A configuration error about `key`.
+    pub fn config(key: &str, msg: impl Into<String>) -> Self {
+        AbmError::Config { key: key.to_string(), msg: msg.into() }
+    }
+}
+
+/// Results of this crate.
+pub type Result<T> = std::result::Result<T, AbmError>;

@@ -1,0 +1,56 @@
+//! Agent-based epidemics on contact networks, in parallel and distributed.
+//!
+//! [`seir::run`] is SEIR-net-v1 (`shared/specs/seir-net-v1.md`, variants A
+//! and B) written as a bulk-synchronous program over a contact network
+//! partitioned by any [`parsim_partition`] method: per day, progression of
+//! the agents a rank owns, exchange of the boundary agents whose infectious
+//! status changed (only those, one buffer per neighbouring rank),
+//! transmission along every (infectious, susceptible) edge, and one integer
+//! reduction of the daily counts.
+//!
+//! - [`Population`]: a network read from a file (edge list text or `u32`
+//!   pairs, METIS), Erdős–Rényi G(N, M), or a [`population::Synthetic`]
+//!   population of households, schools, workplaces and community contacts,
+//!   each a layer with its own β multiplier and contact weight.
+//! - [`SeirConfig`]: β, progression ([`Variant`]), seeds, horizon, and
+//!   interventions — [`Closure`] of a layer, [`Vaccination`], [`Isolation`]
+//!   of detected cases.
+//! - [`report::Outcome`]: attack rate, peaks, observed growth rate and R0;
+//!   [`theory::Theory`]: the spec's analytic predictions for the graph's own
+//!   degree distribution.
+//!
+//! **Determinism**: every draw is a pure function of (seed, day, kind,
+//! agent, neighbour) through Philox, so a run's digest is the same for any
+//! number of ranks, partition, backend and threads per rank.
+//!
+//! ```
+//! use parsim_abm::{report::Outcome, seir, Population, SeirConfig};
+//! use parsim_comm::Comm;
+//! use parsim_graph::DistGraph;
+//!
+//! let pop = Population::erdos_renyi(5_000, 10.0, 42);
+//! let cfg = SeirConfig { days: 120, ..SeirConfig::default() };
+//! let digests = parsim_comm::launch(2, |comm| {
+//!     // A block partition: agent a on rank a·R/N.
+//!     let owner: Vec<u32> = (0..5_000).map(|a| (a * 2 / 5_000) as u32).collect();
+//!     let g = DistGraph::build(comm.rank(), 2, &pop.graph, &owner)?;
+//!     let res = seir::run(&comm, &pop, &g, &cfg, None)?;
+//!     assert!(Outcome::of(&res, &cfg).attack_rate > 0.5);
+//!     Ok::<_, parsim_abm::AbmError>(res.digest)
+//! })?;
+//! assert_eq!(digests[0], digests[1]);
+//! # Ok::<(), parsim_abm::AbmError>(())
+//! ```
+#![forbid(unsafe_code)]
+
+mod config;
+mod error;
+pub mod population;
+pub mod report;
+pub mod seir;
+pub mod theory;
+
+pub use config::{Closure, Isolation, SeirConfig, Vaccination, Variant};
+pub use error::{AbmError, Result};
+pub use population::{Layer, Population};
+pub use seir::{DayCounts, SeirResult};
