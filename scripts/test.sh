@@ -79,11 +79,39 @@ for n in 1 2 4; do
   mpirun_ -n "$n" target/debug/examples/mpi_des
 done
 
-step "CLI tests with the MPI backend compiled in (ring and grid digests under mpirun -n 1/2/4)"
+cargo build -p parsim-graph --features mpi --example mpi_graph
+for n in 2 4; do
+  step "graph engines (Pregel and GAS PageRank/SSSP/components vs sequential, 3 vertex partitions, 2 vertex cuts) under mpirun -n $n"
+  mpirun_ -n "$n" target/debug/examples/mpi_graph
+done
+
+cargo build -p parsim-abm --features mpi --example mpi_abm
+for n in 2 4; do
+  step "epidemic digests (ER A/B, synthetic with interventions; multilevel/hash/lp, 2 threads per rank) under mpirun -n $n"
+  mpirun_ -n "$n" target/debug/examples/mpi_abm
+done
+
+step "CLI tests with the MPI backend compiled in (ring, grid, DES and epidemic digests under mpirun)"
 cargo test -p parsim-cli --features mpi
 
 # ---------------------------------------------------------------- the README's command
-step "README main command: cargo run --release -- run scenarios/ring.toml"
+digest_of() { grep -o '"digest": "[0-9a-f]*"' "$1/summary.json" | cut -d'"' -f4; }
+step "README main command: cargo run --release -- run scenarios/epidemic.toml"
+cargo run --release -- run scenarios/epidemic.toml --out target/ci/epi
+for f in summary.json curve.csv epidemic.png; do
+  [ -s "target/ci/epi/$f" ] || { echo "the main command did not write $f"; exit 1; }
+done
+want=$(digest_of target/ci/epi)
+cargo run --release -q -- run scenarios/epidemic.toml --ranks 1 --out target/ci/epi1 >/dev/null
+[ "$(digest_of target/ci/epi1)" = "$want" ] || { echo "epidemic at 1 rank: digest differs"; exit 1; }
+cargo build --release --features mpi
+mpirun_ -n 2 target/release/parsim run scenarios/epidemic.toml --backend mpi --out target/ci/epi-mpi >/dev/null
+[ "$(digest_of target/ci/epi-mpi)" = "$want" ] || { echo "epidemic under mpirun -n 2: digest differs"; exit 1; }
+echo "epidemic digest $want on threads (2 and 1 ranks) and mpirun -n 2"
+mpirun_ -n 2 target/release/parsim run scenarios/epidemic-er.toml --backend mpi --verify --out target/ci/epi-er \
+  | tee target/ci/epi-er.txt | grep -q "final size z" || { echo "--verify printed no theory"; cat target/ci/epi-er.txt; exit 1; }
+
+step "the ring scenario: equal digests on threads and MPI"
 cargo run --release -- run scenarios/ring.toml --out target/ci/ring-threads
 want=$(grep -o '"digest": "[0-9a-f]*"' target/ci/ring-threads/summary.json | cut -d'"' -f4)
 for r in 1 2 3 8; do
@@ -91,7 +119,6 @@ for r in 1 2 3 8; do
   got=$(grep -o '"digest": "[0-9a-f]*"' "target/ci/ring-t$r/summary.json" | cut -d'"' -f4)
   [ "$got" = "$want" ] || { echo "threads --ranks $r: digest $got != $want"; exit 1; }
 done
-cargo build --release --features mpi
 for n in 1 2 4; do
   mpirun_ -n "$n" target/release/parsim run scenarios/ring.toml --backend mpi --out "target/ci/ring-mpi$n"
   got=$(grep -o '"digest": "[0-9a-f]*"' "target/ci/ring-mpi$n/summary.json" | cut -d'"' -f4)

@@ -9,7 +9,7 @@ pub mod synthetic;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
-use parsim_core::rng::philox4x32;
+use parsim_core::rng::philox4x32_10;
 use parsim_graph::{BuildStats, Csr};
 use rayon::prelude::*;
 
@@ -100,7 +100,7 @@ impl Population {
         let pairs: Vec<(u32, u32)> = (0..m)
             .into_par_iter()
             .map(|i| {
-                let r = philox4x32([i as u32, (i >> 32) as u32, 0x4552_0001, 0], key, 10);
+                let r = philox4x32_10([i as u32, (i >> 32) as u32, 0x4552_0001, 0], key);
                 let a = (u64::from(r[0]) << 32) | u64::from(r[1]);
                 let b = (u64::from(r[2]) << 32) | u64::from(r[3]);
                 let pick = |x: u64| ((u128::from(x) * n as u128) >> 64) as u32;

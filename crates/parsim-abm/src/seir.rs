@@ -17,7 +17,7 @@
 //! identical for any number of ranks, partition, backend and threads.
 
 use parsim_comm::{Comm, ReduceOp};
-use parsim_core::rng::{philox4x32, StreamKey};
+use parsim_core::rng::{philox4x32_10, StreamKey};
 use parsim_core::{Digest, Digester, Phase, SetDigest};
 use parsim_graph::DistGraph;
 use rayon::prelude::*;
@@ -90,7 +90,7 @@ pub type Progress<'a> = &'a mut dyn FnMut(u32, u32, &DayCounts);
 
 #[inline]
 fn draw(key: [u32; 2], day: u32, kind: u32, a: u32, b: u32) -> u32 {
-    philox4x32([day, kind, a, b], key, 10)[0]
+    philox4x32_10([day, kind, a, b], key)[0]
 }
 
 /// P(draw < threshold) = p, to 2⁻³².
@@ -276,6 +276,10 @@ pub fn run<C: Comm>(
         ghost_inf.retain(|&l| mask[l as usize] != 0);
         // 3. Transmission.
         let open = cfg.open_layers(day, pop.layers.len());
+        // Sources in id order: their rows are read in address order.
+        i_list.sort_unstable();
+        ghost_inf.sort_unstable();
+        let base = g.owned_base();
         let try_source = |src: usize, targets: &[u32], layers: Option<&[u8]>, st: &[u8], out: &mut Vec<u32>| -> u64 {
             let m = mask[src] & open;
             if m == 0 {
@@ -293,7 +297,11 @@ pub fn run<C: Comm>(
                     continue;
                 }
                 c += 1;
-                if u64::from(draw(key, day, K_TRANSMIT, gs, g.global(j))) < thr[l as usize] {
+                let gj = match base {
+                    Some(b) => b + j as u32,
+                    None => g.global(j),
+                };
+                if u64::from(draw(key, day, K_TRANSMIT, gs, gj)) < thr[l as usize] {
                     out.push(j as u32);
                 }
             }

@@ -3,13 +3,16 @@
 //!
 //! Exit codes: 0 success, 1 the run failed, 2 bad input or usage.
 
+mod abm;
 mod bench;
+mod bench_epidemic;
 mod bench_partition;
 mod bench_phold;
 mod bench_stencil;
 mod des;
 mod grid;
 mod partition_cmd;
+mod plot;
 mod progress;
 mod ring;
 mod runner;
@@ -58,6 +61,9 @@ enum Command {
         /// Validate the scenario and print how the work would be spread over the ranks, without running.
         #[arg(long)]
         dry_run: bool,
+        /// Print the model's analytic predictions beside the simulated values (epidemic).
+        #[arg(long)]
+        verify: bool,
     },
     /// Partition a graph file into K parts (gpmetis-compatible): writes NAME.part.K.
     Partition {
@@ -164,6 +170,27 @@ enum BenchWhat {
         #[arg(long, default_value_t = 3)]
         reps: usize,
     },
+    /// The SEIR epidemic on an Erdős–Rényi network (N = 10⁶, c = 10, variant A, 180 days) at 1 and 2 ranks.
+    Epidemic {
+        /// Agents.
+        #[arg(long, default_value_t = 1_000_000)]
+        agents: usize,
+        /// Only this many ranks (default: 1 and 2; under MPI the world size).
+        #[arg(long)]
+        ranks: Option<usize>,
+        /// threads (default) or mpi (under mpirun).
+        #[arg(long, default_value = "threads")]
+        backend: String,
+        /// Repetitions of each configuration (the median is reported).
+        #[arg(long, default_value_t = 3)]
+        reps: usize,
+        /// Where to write the JSON report.
+        #[arg(long, default_value = "bench-epidemic.json")]
+        out: PathBuf,
+        /// A small population (a smoke test, not a measurement).
+        #[arg(long)]
+        quick: bool,
+    },
     /// Cell updates per second of the heat stencils next to STREAM bandwidth (threads backend).
     Stencil {
         /// Where to write the JSON report.
@@ -189,10 +216,11 @@ struct RunArgs {
     seed: Option<u64>,
     set: Vec<String>,
     dry_run: bool,
+    verify: bool,
 }
 
 fn cmd_run(a: RunArgs) -> Result<()> {
-    let RunArgs { scenario: path, ranks, backend, out, trace, seed, set, dry_run } = a;
+    let RunArgs { scenario: path, ranks, backend, out, trace, seed, set, dry_run, verify } = a;
     let mut sc = Scenario::load(&path)?;
     for s in &set {
         sc.set(s)?;
@@ -210,7 +238,8 @@ fn cmd_run(a: RunArgs) -> Result<()> {
         parse_backend(b, "--backend")?;
         sc.set_value("run", "backend", toml::Value::String(b.clone()));
     }
-    let plan = runner::plan(&mut sc, out, trace, ranks.is_some())?;
+    let mut plan = runner::plan(&mut sc, out, trace, ranks.is_some())?;
+    plan.verify = verify;
     if dry_run {
         print!("{}", plan.model.describe(plan.ranks)?);
         return Ok(());
@@ -264,8 +293,8 @@ fn cmd_info() {
 fn main() -> ExitCode {
     let cli = Cli::parse_from(partition_cmd::gpmetis_spellings(std::env::args().collect()));
     let result = match cli.command {
-        Command::Run { scenario, ranks, backend, out, trace, seed, set, dry_run } => {
-            cmd_run(RunArgs { scenario, ranks, backend, out, trace, seed, set, dry_run })
+        Command::Run { scenario, ranks, backend, out, trace, seed, set, dry_run, verify } => {
+            cmd_run(RunArgs { scenario, ranks, backend, out, trace, seed, set, dry_run, verify })
         }
         Command::Partition {
             graph,
@@ -315,6 +344,11 @@ fn main() -> ExitCode {
             Ok(())
         }
         Command::Bench { what: BenchWhat::Stencil { out, quick } } => bench_stencil::run(out, quick),
+        Command::Bench { what: BenchWhat::Epidemic { agents, ranks, backend, reps, out, quick } } => {
+            parse_backend(&backend, "--backend").map_err(anyhow::Error::from).and_then(|b| {
+                bench_epidemic::run(bench_epidemic::Args { agents, ranks, backend: b, reps: reps.max(1), out, quick })
+            })
+        }
         Command::Bench { what: BenchWhat::Phold { out, quick, reps } } => bench_phold::run(out, quick, reps.max(1)),
         Command::Bench { what: BenchWhat::Partition { dir, out, quick, reps } } => {
             bench_partition::run(dir, out, quick, reps.max(1))

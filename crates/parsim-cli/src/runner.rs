@@ -11,6 +11,7 @@ use parsim_core::{trace::Trace, Digest, PhaseReport};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use crate::abm::{self, AbmSetup};
 use crate::des::{self, DesSetup};
 use crate::grid::{self, GridConfig};
 use crate::ring::{self, RingConfig};
@@ -30,6 +31,8 @@ pub struct RunContext {
     pub seed: u64,
     /// Whether to show progress (on rank 0).
     pub progress: bool,
+    /// Whether to print analytic checks beside the results (`--verify`).
+    pub verify: bool,
 }
 
 /// The models the binary knows.
@@ -41,6 +44,8 @@ pub enum Model {
     Grid(GridConfig),
     /// `model = "phold"` or `"queues"`.
     Des(DesSetup),
+    /// `model = "epidemic"`.
+    Epidemic(AbmSetup),
 }
 
 impl Model {
@@ -52,6 +57,7 @@ impl Model {
                 des::DesModel::Phold(_) => "phold",
                 des::DesModel::Queues(_) => "queues",
             },
+            Model::Epidemic(_) => "epidemic",
         }
     }
 
@@ -60,6 +66,7 @@ impl Model {
             Model::Ring(cfg) => ring::run(comm, cfg, ctx)?,
             Model::Grid(cfg) => grid::run(comm, cfg, ctx, out)?,
             Model::Des(setup) => des::run(comm, setup, ctx)?,
+            Model::Epidemic(setup) => abm::run(comm, setup, ctx, out)?,
         })
     }
 
@@ -69,6 +76,7 @@ impl Model {
             Model::Ring(cfg) => ring::describe(cfg, ranks),
             Model::Grid(cfg) => cfg.describe(ranks)?,
             Model::Des(setup) => setup.describe(ranks),
+            Model::Epidemic(setup) => setup.describe(ranks),
         })
     }
 }
@@ -122,6 +130,8 @@ pub struct RunPlan {
     pub out: PathBuf,
     /// Chrome trace file, if asked for.
     pub trace: Option<PathBuf>,
+    /// `--verify`: print analytic checks beside the results.
+    pub verify: bool,
 }
 
 /// Reads the `[run]` table and the model's table.
@@ -132,7 +142,7 @@ pub fn plan(
     ranks_from_flag: bool,
 ) -> Result<RunPlan, InputError> {
     let mut run = sc.section("run", true)?;
-    let model = run.choice("model", None, &["ring", "grid", "phold", "queues"])?;
+    let model = run.choice("model", None, &["ring", "grid", "phold", "queues", "epidemic"])?;
     let seed = run.int("seed", Some(0), 0..=u64::MAX)?;
     let ranks = run.int("ranks", Some(1), 1..=65_536)? as usize;
     let backend = run.choice("backend", Some("threads"), &["threads", "mpi"])?;
@@ -151,6 +161,7 @@ pub fn plan(
             Model::Grid(cfg)
         }
         "phold" | "queues" => Model::Des(DesSetup::from_scenario(sc, &model)?),
+        "epidemic" => Model::Epidemic(AbmSetup::from_scenario(sc, threads_per_rank)?),
         other => unreachable!("validated model {other}"),
     };
     sc.finish()?;
@@ -166,6 +177,7 @@ pub fn plan(
         threads_per_rank,
         out,
         trace,
+        verify: false,
     })
 }
 
@@ -187,7 +199,7 @@ pub struct Finished {
 fn run_rank<C: Comm>(comm: C, plan: &RunPlan) -> Result<Option<Finished>> {
     comm.barrier()?;
     let t0 = Instant::now();
-    let ctx = RunContext { seed: plan.seed, progress: true };
+    let ctx = RunContext { seed: plan.seed, progress: true, verify: plan.verify };
     let out = plan.model.run(&comm, &ctx, &plan.out)?;
     comm.barrier()?;
     let wall_s = t0.elapsed().as_secs_f64();

@@ -206,7 +206,9 @@ pub struct Section<'a> {
 
 impl Section<'_> {
     fn err(&self, key: &str, msg: String) -> InputError {
-        self.sc.error_at(&self.name, key, format!("[{}] {key}: {msg}", self.name))
+        // `close.to` (a key inside an inline table) is located at `close`.
+        let top = key.split('.').next().unwrap_or(key);
+        self.sc.error_at(&self.name, top, format!("[{}] {key}: {msg}", self.name))
     }
 
     fn take(&mut self, key: &str) -> Option<Value> {

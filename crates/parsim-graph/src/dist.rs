@@ -236,6 +236,14 @@ impl DistGraph {
         self.ids[l]
     }
 
+    /// `Some(b)` when the owned vertices are exactly the global ids `b..b + owned()`
+    /// (block partitions): then `global(i) = b + i` for owned `i`, without a lookup.
+    #[inline]
+    pub fn owned_base(&self) -> Option<u32> {
+        let n = self.n_owned;
+        (n > 0 && self.ids[n - 1] - self.ids[0] == (n - 1) as u32).then(|| self.ids[0])
+    }
+
     /// Global ids of the owned vertices, ascending.
     pub fn owned_ids(&self) -> &[u32] {
         &self.ids[..self.n_owned]

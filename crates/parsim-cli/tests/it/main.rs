@@ -2,6 +2,7 @@
 
 mod bad_input;
 mod des;
+mod epidemic;
 mod grid;
 mod partition;
 mod ring;

@@ -1,0 +1,605 @@
+//! `model = "epidemic"`: SEIR-net-v1 on a contact network (`parsim-abm`),
+//! configured by the `[abm]` table. Writes `curve.csv`, `epidemic.png` and
+//! the epidemic's figures in `summary.json`'s metrics; `--verify` prints the
+//! spec's analytic predictions for the actual graph beside the simulation.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use anyhow::Result;
+use parsim_abm::population::Synthetic;
+use parsim_abm::report::{self, Outcome};
+use parsim_abm::theory::Theory;
+use parsim_abm::{seir, AbmError, Closure, Isolation, Population, SeirConfig, SeirResult, Vaccination, Variant};
+use parsim_comm::{Comm, ReduceOp};
+use parsim_core::Phase;
+use parsim_graph::DistGraph;
+use parsim_partition::{Config, Method, Partitioner};
+use serde_json::{json, Value};
+use toml::Value as Toml;
+
+use crate::progress::Progress;
+use crate::runner::{write_atomic, ModelOutput, RunContext};
+use crate::scenario::{InputError, Scenario, Section};
+
+/// Where the contact network comes from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Source {
+    /// Erdős–Rényi G(N, M) with this mean degree.
+    ErdosRenyi(f64),
+    /// A synthetic population.
+    Synthetic(Box<Synthetic>),
+    /// A file (already read when the scenario was validated).
+    File(PathBuf),
+}
+
+/// How agents are given to ranks.
+const PARTITIONERS: [&str; 7] = ["block", "hash", "multilevel", "lp", "ldg", "fennel", "spectral"];
+
+/// A validated `[abm]` table.
+#[derive(Clone, Debug)]
+pub struct AbmSetup {
+    /// Agents.
+    pub agents: usize,
+    /// The network.
+    pub source: Source,
+    /// The seed of a generated network.
+    pub graph_seed: Option<u64>,
+    /// The partitioner.
+    pub partitioner: String,
+    /// The run (its seed is replaced by the run's).
+    pub cfg: SeirConfig,
+    /// A population built once per process and shared by its ranks.
+    cache: Arc<OnceLock<std::result::Result<Arc<Population>, String>>>,
+    /// Seconds spent building the population (reading or generating).
+    population_s: Arc<OnceLock<f64>>,
+}
+
+impl PartialEq for AbmSetup {
+    fn eq(&self, o: &Self) -> bool {
+        (self.agents, &self.source, self.graph_seed, &self.partitioner, &self.cfg)
+            == (o.agents, &o.source, o.graph_seed, &o.partitioner, &o.cfg)
+    }
+}
+
+fn abm_err(t: &Section<'_>, e: AbmError) -> InputError {
+    match e {
+        AbmError::Config { key, msg } => t.error(&key, msg),
+        other => t.error("population", other.to_string()),
+    }
+}
+
+fn table_of(t: &Section<'_>, key: &str, v: Toml) -> Result<toml::Table, InputError> {
+    match v {
+        Toml::Table(tb) => Ok(tb),
+        other => Err(t.error(key, format!("expected a table, found {other}"))),
+    }
+}
+
+fn num(t: &Section<'_>, key: &str, tb: &toml::Table, name: &str, default: Option<f64>) -> Result<f64, InputError> {
+    match tb.get(name) {
+        None => default.ok_or_else(|| t.error(&format!("{key}.{name}"), "missing")),
+        Some(Toml::Float(f)) => Ok(*f),
+        Some(Toml::Integer(i)) => Ok(*i as f64),
+        Some(other) => Err(t.error(&format!("{key}.{name}"), format!("expected a number, found {other}"))),
+    }
+}
+
+fn day(t: &Section<'_>, key: &str, tb: &toml::Table, name: &str, days: u32) -> Result<u32, InputError> {
+    let x = num(t, key, tb, name, None)?;
+    if x < 0.0 || x.fract() != 0.0 || x > f64::from(days) {
+        return Err(t.error(&format!("{key}.{name}"), format!("day {x} is outside the horizon 0..={days}")));
+    }
+    Ok(x as u32)
+}
+
+fn only(t: &Section<'_>, key: &str, tb: &toml::Table, names: &[&str]) -> Result<(), InputError> {
+    for k in tb.keys() {
+        if !names.contains(&k.as_str()) {
+            return Err(t.error(&format!("{key}.{k}"), format!("unknown key; {key} takes {}", names.join(", "))));
+        }
+    }
+    Ok(())
+}
+
+fn layer_names(source: &Source) -> Vec<String> {
+    match source {
+        Source::Synthetic(s) => s.layers.iter().map(|l| l.name.clone()).collect(),
+        _ => vec!["contact".to_string()],
+    }
+}
+
+fn layer_index(t: &Section<'_>, key: &str, names: &[String], name: &str) -> Result<usize, InputError> {
+    names
+        .iter()
+        .position(|n| n == name)
+        .ok_or_else(|| t.error(key, format!("no layer \"{name}\"; this population has {}", names.join(", "))))
+}
+
+fn synthetic(t: &Section<'_>, v: Option<Toml>, layers: Option<Toml>) -> Result<Synthetic, InputError> {
+    let mut s = Synthetic::default();
+    if let Some(v) = v {
+        let tb = table_of(t, "synthetic", v)?;
+        only(
+            t,
+            "synthetic",
+            &tb,
+            &[
+                "household_sizes",
+                "class_size",
+                "team_size",
+                "employment",
+                "community_degree",
+                "community_local",
+                "district_size",
+            ],
+        )?;
+        if let Some(h) = tb.get("household_sizes") {
+            let arr = h.as_array().ok_or_else(|| t.error("synthetic.household_sizes", "expected a list of shares"))?;
+            s.household_sizes = arr
+                .iter()
+                .map(|x| x.as_float().or(x.as_integer().map(|i| i as f64)))
+                .collect::<Option<Vec<f64>>>()
+                .ok_or_else(|| t.error("synthetic.household_sizes", "expected a list of numbers"))?;
+        }
+        let int = |name: &str, d: usize| -> Result<usize, InputError> {
+            let x = num(t, "synthetic", &tb, name, Some(d as f64))?;
+            if x < 1.0 || x.fract() != 0.0 {
+                return Err(t.error(&format!("synthetic.{name}"), format!("expected a positive integer, found {x}")));
+            }
+            Ok(x as usize)
+        };
+        s.class_size = int("class_size", s.class_size)?;
+        s.team_size = int("team_size", s.team_size)?;
+        s.district_size = int("district_size", s.district_size)?;
+        s.employment = num(t, "synthetic", &tb, "employment", Some(s.employment))?;
+        s.community_degree = num(t, "synthetic", &tb, "community_degree", Some(s.community_degree))?;
+        s.community_local = num(t, "synthetic", &tb, "community_local", Some(s.community_local))?;
+    }
+    if let Some(v) = layers {
+        let tb = table_of(t, "layers", v)?;
+        for (name, spec) in tb {
+            let i = s.layers.iter().position(|l| l.name == name).ok_or_else(|| {
+                t.error(
+                    &format!("layers.{name}"),
+                    "no such layer; the synthetic population has household, school, work, community",
+                )
+            })?;
+            let key = format!("layers.{name}");
+            let lt = table_of(t, &key, spec)?;
+            only(t, &key, &lt, &["beta_multiplier", "weight"])?;
+            s.layers[i].beta_multiplier = num(t, &key, &lt, "beta_multiplier", Some(s.layers[i].beta_multiplier))?;
+            s.layers[i].weight = num(t, &key, &lt, "weight", Some(s.layers[i].weight))?;
+            if s.layers[i].beta_multiplier < 0.0 || s.layers[i].weight < 0.0 {
+                return Err(t.error(&key, "beta_multiplier and weight must be ≥ 0"));
+            }
+        }
+    }
+    s.check().map_err(|e| abm_err(t, e))?;
+    Ok(s)
+}
+
+impl AbmSetup {
+    /// Reads `[abm]`; a population file is read now (its errors are input errors).
+    pub fn from_scenario(sc: &mut Scenario, threads: usize) -> Result<Self, InputError> {
+        let scenario_dir = sc.path().parent().map(Path::to_path_buf).unwrap_or_default();
+        let mut t = sc.section("abm", true)?;
+        let population = t.string("population", Some("er"))?.expect("default");
+        let agents_key = Some(t.int("agents", Some(0), 0..=4_000_000_000)?).filter(|&a| a > 0);
+        let mean_degree = t.float("mean_degree", 10.0, 0.0..=10_000.0)?;
+        let graph_seed = t.raw("graph_seed").map(|v| v.as_integer().unwrap_or(-1));
+        let graph_seed = match graph_seed {
+            None => None,
+            Some(s) if s >= 0 => Some(s as u64),
+            Some(_) => return Err(t.error("graph_seed", "expected an integer ≥ 0")),
+        };
+        let beta = t.float("beta", 0.05, 0.0..=1.0)?;
+        let variant = t.choice("variant", Some("A"), &["A", "B"])?;
+        let latent = t.float("latent_days", 3.0, 0.0..=1e6)?;
+        let infectious = t.float("infectious_days", 5.0, 0.0..=1e6)?;
+        let seeds = t.int("seeds", Some(10), 1..=u64::MAX)? as usize;
+        let days = t.int("days", Some(180), 1..=65_000)? as u32;
+        let partitioner = t.choice("partitioner", Some("block"), &PARTITIONERS)?;
+        let strict = t.boolean("strict", false)?;
+        let variant = if variant == "A" {
+            if latent < 1.0 || latent.fract() != 0.0 {
+                return Err(
+                    t.error("latent_days", format!("variant A needs a whole number of days ≥ 1, found {latent}"))
+                );
+            }
+            if infectious < 1.0 || infectious.fract() != 0.0 {
+                return Err(t.error(
+                    "infectious_days",
+                    format!("variant A needs a whole number of days ≥ 1, found {infectious}"),
+                ));
+            }
+            Variant::Fixed { latent: latent as u32, infectious: infectious as u32 }
+        } else {
+            if latent < 1.0 {
+                return Err(t.error("latent_days", format!("a mean duration must be ≥ 1 day, found {latent}")));
+            }
+            if infectious < 1.0 {
+                return Err(t.error("infectious_days", format!("a mean duration must be ≥ 1 day, found {infectious}")));
+            }
+            Variant::Markov { sigma: 1.0 / latent, gamma: 1.0 / infectious }
+        };
+        let syn_table = t.raw("synthetic");
+        let layers_table = t.raw("layers");
+        let source = match population.as_str() {
+            "er" => Source::ErdosRenyi(mean_degree),
+            "synthetic" => Source::Synthetic(Box::new(synthetic(&t, syn_table, layers_table.clone())?)),
+            path => {
+                let p = Path::new(path);
+                Source::File(if p.is_absolute() || p.exists() { p.to_path_buf() } else { scenario_dir.join(p) })
+            }
+        };
+        if layers_table.is_some() && !matches!(source, Source::Synthetic(_)) {
+            return Err(t.error("layers", "layers are set for synthetic populations only"));
+        }
+        let names = layer_names(&source);
+        let mut closures = Vec::new();
+        if let Some(v) = t.raw("close") {
+            let items = match v {
+                Toml::Array(a) => a,
+                t1 @ Toml::Table(_) => vec![t1],
+                other => {
+                    return Err(t.error("close", format!("expected a list of {{ layer, from, to }}, found {other}")))
+                }
+            };
+            for it in items {
+                let tb = table_of(&t, "close", it)?;
+                only(&t, "close", &tb, &["layer", "from", "to"])?;
+                let name = tb
+                    .get("layer")
+                    .and_then(Toml::as_str)
+                    .ok_or_else(|| t.error("close.layer", "expected a layer name"))?;
+                let layer = layer_index(&t, "close.layer", &names, name)?;
+                let (from, to) = (day(&t, "close", &tb, "from", days)?, day(&t, "close", &tb, "to", days)?);
+                closures.push(Closure { layer, from, to });
+            }
+        }
+        let vaccination = match t.raw("vaccinate") {
+            None => None,
+            Some(v) => {
+                let tb = table_of(&t, "vaccinate", v)?;
+                only(&t, "vaccinate", &tb, &["from", "to", "rate"])?;
+                Some(Vaccination {
+                    from: day(&t, "vaccinate", &tb, "from", days)?,
+                    to: day(&t, "vaccinate", &tb, "to", days)?,
+                    rate: num(&t, "vaccinate", &tb, "rate", None)?,
+                })
+            }
+        };
+        let isolation = match t.raw("isolate") {
+            None => None,
+            Some(v) => {
+                let tb = table_of(&t, "isolate", v)?;
+                only(&t, "isolate", &tb, &["detect", "delay", "keep"])?;
+                let mut keep = 0u8;
+                let default_keep: Vec<Toml> = if names.iter().any(|n| n == "household") {
+                    vec![Toml::String("household".into())]
+                } else {
+                    Vec::new()
+                };
+                let list = match tb.get("keep") {
+                    None => default_keep,
+                    Some(Toml::Array(a)) => a.clone(),
+                    Some(other) => {
+                        return Err(t.error("isolate.keep", format!("expected a list of layer names, found {other}")))
+                    }
+                };
+                for n in list {
+                    let n = n.as_str().ok_or_else(|| t.error("isolate.keep", "expected layer names"))?;
+                    keep |= 1 << layer_index(&t, "isolate.keep", &names, n)?;
+                }
+                Some(Isolation {
+                    detect: num(&t, "isolate", &tb, "detect", None)?,
+                    delay: day(&t, "isolate", &tb, "delay", days)?,
+                    keep,
+                })
+            }
+        };
+        let cfg = SeirConfig { beta, variant, seeds, days, seed: 0, closures, vaccination, isolation, threads };
+        cfg.check(names.len()).map_err(|e| abm_err(&t, e))?;
+        let cache = Arc::new(OnceLock::new());
+        let population_s = Arc::new(OnceLock::new());
+        let agents = match &source {
+            Source::File(p) => {
+                let t0 = Instant::now();
+                let pop = Population::read(p, agents_key.map(|a| a as usize), strict).map_err(|e| match e {
+                    AbmError::Parse { .. } | AbmError::Io { .. } => {
+                        InputError::flag("[abm] population", e.to_string())
+                    }
+                    other => abm_err(&t, other),
+                })?;
+                let n = pop.agents();
+                let _ = population_s.set(t0.elapsed().as_secs_f64());
+                let _ = cache.set(Ok(Arc::new(pop)));
+                n
+            }
+            _ => match agents_key {
+                Some(a) => a as usize,
+                None => return Err(t.error("agents", "missing; expected the number of agents (an integer ≥ 1)")),
+            },
+        };
+        if seeds > agents {
+            return Err(t.error("seeds", format!("{seeds} seeds but only {agents} agents")));
+        }
+        t.finish()?;
+        Ok(AbmSetup { agents, source, graph_seed, partitioner, cfg, cache, population_s })
+    }
+
+    /// The spec's reference case on a generated Erdős–Rényi network (variant A, 180 days, block partition).
+    pub fn erdos_renyi(agents: usize, mean_degree: f64, graph_seed: u64) -> Self {
+        AbmSetup {
+            agents,
+            source: Source::ErdosRenyi(mean_degree),
+            graph_seed: Some(graph_seed),
+            partitioner: "block".into(),
+            cfg: SeirConfig::default(),
+            cache: Arc::new(OnceLock::new()),
+            population_s: Arc::new(OnceLock::new()),
+        }
+    }
+
+    /// Seconds the population took to build (0 before it is built).
+    pub fn population_seconds(&self) -> f64 {
+        self.population_s.get().copied().unwrap_or(0.0)
+    }
+
+    /// What `--dry-run` prints.
+    pub fn describe(&self, ranks: usize) -> String {
+        let what = match &self.source {
+            Source::ErdosRenyi(c) => format!("Erdős–Rényi G(N, M), mean degree {c}"),
+            Source::Synthetic(s) => format!("synthetic population, districts of {}", s.district_size),
+            Source::File(p) => format!("contact network {}", p.display()),
+        };
+        let per = self.agents.div_ceil(ranks);
+        format!(
+            "epidemic: {} agents ({what}), {} days, variant {}, β = {}\npartitioner {}: about {per} agents per rank on {ranks} rank(s)\n",
+            self.agents,
+            self.cfg.days,
+            if matches!(self.cfg.variant, Variant::Fixed { .. }) { "A" } else { "B" },
+            self.cfg.beta,
+            self.partitioner
+        )
+    }
+
+    /// The population, built once per process (the first rank to ask builds it).
+    pub fn population(&self, seed: u64) -> Result<Arc<Population>> {
+        let r = self.cache.get_or_init(|| {
+            let t0 = Instant::now();
+            let s = self.graph_seed.unwrap_or(seed);
+            let pop = match &self.source {
+                Source::ErdosRenyi(c) => Ok(Population::erdos_renyi(self.agents, *c, s)),
+                Source::Synthetic(spec) => spec.build(self.agents, s).map_err(|e| e.to_string()),
+                Source::File(p) => Err(format!("{} was not read", p.display())),
+            };
+            let _ = self.population_s.set(t0.elapsed().as_secs_f64());
+            pop.map(Arc::new)
+        });
+        r.clone().map_err(|e| anyhow::anyhow!(e))
+    }
+}
+
+/// The owner of every agent for `ranks` ranks.
+pub fn partition(pop: &Population, how: &str, ranks: usize, seed: u64) -> Result<Vec<u32>> {
+    let n = pop.agents();
+    if ranks == 1 {
+        return Ok(vec![0; n]);
+    }
+    Ok(match how {
+        "block" => (0..n).map(|a| (a as u64 * ranks as u64 / n as u64) as u32).collect(),
+        "hash" => {
+            (0..n as u64).map(|a| ((a.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) % ranks as u64) as u32).collect()
+        }
+        m => {
+            let method = Method::parse(m).ok_or_else(|| anyhow::anyhow!("unknown partitioner {m}"))?;
+            let g = pop.graph.to_partition_graph();
+            let cfg = Config { seed, ..Config::new(ranks) };
+            method.partition(&g, &cfg)?.0
+        }
+    })
+}
+
+/// One simulation and its timings.
+pub struct Simulated {
+    /// The result (equal on every rank).
+    pub result: SeirResult,
+    /// The population.
+    pub population: Arc<Population>,
+    /// Seconds: population, partition, local graph, simulation.
+    pub times: [f64; 4],
+    /// Cut edges (each once), all ranks.
+    pub cut_edges: u64,
+    /// Bytes this rank sent during the simulation.
+    pub bytes_sent: u64,
+    /// Bytes of this rank's local graph.
+    pub local_graph_bytes: u64,
+}
+
+/// Builds (or shares) the population, partitions it, builds this rank's
+/// local graph and runs the epidemic.
+pub fn simulate<C: Comm>(comm: &C, setup: &AbmSetup, seed: u64, show_progress: bool) -> Result<Simulated> {
+    let t0 = Instant::now();
+    let pop = {
+        let _s = comm.clock().enter(Phase::Serial);
+        setup.population(seed)?
+    };
+    comm.barrier()?;
+    let t_pop = *setup.population_s.get().unwrap_or(&t0.elapsed().as_secs_f64());
+    let t1 = Instant::now();
+    // Rank 0 partitions; everyone receives the owner array.
+    let owner = {
+        let _s = comm.clock().enter(Phase::Serial);
+        if comm.rank() == 0 {
+            partition(&pop, &setup.partitioner, comm.size(), seed)?
+        } else {
+            Vec::new()
+        }
+    };
+    let owner = if comm.size() > 1 { comm.broadcast(0, owner)? } else { owner };
+    let t_part = t1.elapsed().as_secs_f64();
+    let t2 = Instant::now();
+    let g = {
+        let _c = comm.clock().enter(Phase::Compute);
+        DistGraph::build(comm.rank(), comm.size(), &pop.graph, &owner)?
+    };
+    drop(owner);
+    let cut = comm.all_reduce(&[g.cut_edges() as u64], ReduceOp::Sum)?[0] / 2;
+    let t_local = t2.elapsed().as_secs_f64();
+    let cfg = SeirConfig { seed, ..setup.cfg.clone() };
+    let bytes0 = comm.clock().report().traffic().bytes_sent;
+    comm.barrier()?;
+    let t3 = Instant::now();
+    let mut bar = Progress::new("days", u64::from(cfg.days), !show_progress || comm.rank() != 0)
+        .every(std::time::Duration::from_millis(500));
+    let mut report = |d: u32, _days: u32, _c: &parsim_abm::DayCounts| bar.set(u64::from(d));
+    let result = seir::run(comm, &pop, &g, &cfg, Some(&mut report));
+    bar.finish();
+    let result = result?;
+    comm.barrier()?;
+    let t_sim = t3.elapsed().as_secs_f64();
+    let bytes_sent = comm.clock().report().traffic().bytes_sent - bytes0;
+    Ok(Simulated {
+        result,
+        population: pop,
+        times: [t_pop, t_part, t_local, t_sim],
+        cut_edges: cut,
+        bytes_sent,
+        local_graph_bytes: g.bytes() as u64,
+    })
+}
+
+/// Peak resident memory of this process in bytes (Linux: VmHWM), if known.
+pub fn peak_rss() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// Runs the epidemic; rank 0 writes `curve.csv` and `epidemic.png` in `out`.
+pub fn run<C: Comm>(comm: &C, setup: &AbmSetup, ctx: &RunContext, out: &Path) -> Result<ModelOutput> {
+    let sim = simulate(comm, setup, ctx.seed, ctx.progress)?;
+    let cfg = SeirConfig { seed: ctx.seed, ..setup.cfg.clone() };
+    let res = &sim.result;
+    let o = Outcome::of(res, &cfg);
+    let bytes = comm.all_reduce(&[sim.bytes_sent], ReduceOp::Sum)?[0];
+    let pop = &sim.population;
+    let n = pop.agents() as f64;
+    let days = f64::from(cfg.days);
+    let by_degree: Vec<Value> = report::attack_by_degree(res, 100)
+        .into_iter()
+        .map(|(k, count, a)| json!({"degree": k, "agents": count, "attack_rate": a}))
+        .collect();
+    let last = res.curve.last().copied().unwrap_or_default();
+    let theory = (pop.layers.len() == 1).then(|| Theory::predict(&pop.graph_degree_counts(), cfg.beta, cfg.variant));
+    let mut metrics = json!({
+        "agents": pop.agents(),
+        "edges": pop.graph.edges(),
+        "mean_degree": 2.0 * pop.graph.edges() as f64 / n,
+        "layers": pop.layers.iter().map(|l| l.name.clone()).collect::<Vec<_>>(),
+        "dropped_self_loops": pop.dropped.self_loops,
+        "dropped_duplicates": pop.dropped.duplicates,
+        "days": cfg.days,
+        "attack_rate": o.attack_rate,
+        "peak_day": o.peak_day,
+        "peak_prevalence": o.peak_prevalence,
+        "peak_incidence_day": o.peak_incidence_day,
+        "growth_rate": o.growth_rate,
+        "growth_window_days": o.growth_window.map(|w| [w.0, w.1]),
+        "r0_estimate": o.r0_estimate,
+        "final": {"S": last.s, "E": last.e, "I": last.i, "R": last.r, "V": last.v},
+        "attack_rate_by_degree": by_degree,
+        "partitioner": setup.partitioner,
+        "cut_edges": sim.cut_edges,
+        "bytes_per_day": bytes as f64 / days,
+        "bytes_per_cut_edge_per_day": if sim.cut_edges > 0 { bytes as f64 / days / sim.cut_edges as f64 } else { 0.0 },
+        "transmission_checks": res.transmission_checks,
+        "population_s": sim.times[0],
+        "partition_s": sim.times[1],
+        "local_graph_s": sim.times[2],
+        "simulation_s": sim.times[3],
+        "agent_days_per_s": n * days / sim.times[3],
+        "transmission_checks_per_s": res.transmission_checks as f64 / sim.times[3],
+        "peak_rss_bytes": peak_rss(),
+    });
+    if let Some(th) = &theory {
+        metrics["theory"] = json!({
+            "transmissibility": th.transmissibility,
+            "r0": th.r0,
+            "final_size": th.final_size,
+            "growth_rate": th.growth_rate,
+            "generation_interval": th.generation_interval,
+        });
+    }
+    if comm.rank() == 0 {
+        let _io = comm.clock().enter(Phase::Io);
+        std::fs::create_dir_all(out).map_err(|e| anyhow::anyhow!("creating {}: {e}", out.display()))?;
+        let mut csv = String::from("day,S,E,I,R,V,new_infections,isolated\n");
+        for (d, c) in res.curve.iter().enumerate() {
+            csv.push_str(&format!("{d},{},{},{},{},{},{},{}\n", c.s, c.e, c.i, c.r, c.v, c.new, c.isolated));
+        }
+        write_atomic(&out.join("curve.csv"), csv.as_bytes())?;
+        crate::plot::epidemic_png(&out.join("epidemic.png"), &res.curve, pop.agents() as u64)?;
+        println!(
+            "epidemic: {} agents, {} days: attack rate {:.2}%, peak day {} ({:.2}% infectious), peak incidence day {}, growth rate {}/day, R0 estimate {}",
+            pop.agents(),
+            cfg.days,
+            100.0 * o.attack_rate,
+            o.peak_day,
+            100.0 * o.peak_prevalence,
+            o.peak_incidence_day,
+            o.growth_rate.map_or("-".into(), |r| format!("{r:.4}")),
+            o.r0_estimate.map_or("-".into(), |r| format!("{r:.3}")),
+        );
+        println!(
+            "  final S {} E {} I {} R {} V {}; {:.2} M agent-days/s, {:.1} M transmission checks/s; {} cut edges, {:.0} bytes/day exchanged",
+            last.s,
+            last.e,
+            last.i,
+            last.r,
+            last.v,
+            n * days / sim.times[3] / 1e6,
+            res.transmission_checks as f64 / sim.times[3] / 1e6,
+            sim.cut_edges,
+            bytes as f64 / days
+        );
+        println!("  curve → {}, plot → {}", out.join("curve.csv").display(), out.join("epidemic.png").display());
+        if ctx.verify {
+            print_verify(theory.as_ref(), &o, res, &cfg);
+        }
+    }
+    Ok(ModelOutput { digest: res.digest, metrics })
+}
+
+fn print_verify(theory: Option<&Theory>, o: &Outcome, res: &SeirResult, cfg: &SeirConfig) {
+    let Some(th) = theory else {
+        println!("verify: the analytic checks assume one contact layer (a configuration-model network); this population has several");
+        return;
+    };
+    println!(
+        "verify: SEIR-net-v1 §4 for this graph's degree distribution (mean {:.4}, q = {:.4})",
+        th.mean_degree, th.excess_degree
+    );
+    println!("  {:<34} {:>12} {:>12}", "", "theory", "simulation");
+    println!("  {:<34} {:>12.5} {:>12}", "edge transmissibility T", th.transmissibility, "");
+    println!("  {:<34} {:>12.4} {:>12}", "R0 = T q", th.r0, o.r0_estimate.map_or("-".into(), |r| format!("{r:.4}")));
+    println!("  {:<34} {:>12.5} {:>12.5}", "final size z (attack rate)", th.final_size, o.attack_rate);
+    println!(
+        "  {:<34} {:>12.4} {:>12}",
+        "early growth rate r (1/day)",
+        th.growth_rate,
+        o.growth_rate.map_or("-".into(), |r| format!("{r:.4}"))
+    );
+    println!("  {:<34} {:>12.3} {:>12}", "mean generation interval (days)", th.generation_interval, "");
+    if cfg.vaccination.is_some() || cfg.isolation.is_some() || !cfg.closures.is_empty() {
+        println!("  (interventions are active: the theory describes the epidemic without them)");
+    }
+    println!("  attack rate by degree: {:>4} {:>10} {:>10} {:>10}", "k", "agents", "theory", "simulation");
+    for (k, count, a) in report::attack_by_degree(res, 1000) {
+        println!("  {:>26} {:>10} {:>10.4} {:>10.4}", k, count, th.attack_rate_at_degree(k), a);
+    }
+}

@@ -1,0 +1,165 @@
+//! `model = "epidemic"`: the same digest at every rank count, partitioner and
+//! threads per rank (and under mpirun), the CSV / PNG / summary outputs,
+//! `--verify`, and exit 2 with the file and line for bad input.
+
+use crate::support::{parsim, run_summary, scenario, tmp};
+
+/// The main scenario, shrunk.
+const SMALL: [&str; 4] = ["--set", "abm.agents=30000", "--set", "abm.days=120"];
+
+fn run(file: &str, ranks: u32, extra: &[&str], out: &std::path::Path) -> serde_json::Value {
+    let r = ranks.to_string();
+    let mut args = vec![file, "--ranks", &r];
+    args.extend_from_slice(&SMALL);
+    args.extend_from_slice(extra);
+    run_summary(&args, out)
+}
+
+#[test]
+fn synthetic_digest_is_the_same_for_every_rank_count_partitioner_and_thread_count() {
+    let dir = tmp("epi-digest");
+    let want = run("scenarios/epidemic.toml", 1, &[], &dir.join("r1"))["digest"].clone();
+    for (ranks, part) in [(2, "block"), (3, "multilevel"), (4, "hash"), (2, "lp"), (8, "fennel")] {
+        let p = format!("abm.partitioner=\"{part}\"");
+        let s = run("scenarios/epidemic.toml", ranks, &["--set", &p], &dir.join(format!("r{ranks}{part}")));
+        assert_eq!(s["digest"], want, "{ranks} ranks, {part}");
+    }
+    let s = run("scenarios/epidemic.toml", 2, &["--set", "run.threads_per_rank=2"], &dir.join("t2"));
+    assert_eq!(s["digest"], want, "2 threads per rank");
+    assert_eq!(s["threads_per_rank"], 2);
+}
+
+#[test]
+fn outputs_curve_plot_and_metrics() {
+    let dir = tmp("epi-out");
+    let out = dir.join("o");
+    let s = run("scenarios/epidemic.toml", 2, &[], &out);
+    let m = &s["metrics"];
+    assert_eq!(s["model"], "epidemic");
+    assert_eq!(m["agents"], 30_000);
+    let a = m["attack_rate"].as_f64().unwrap();
+    assert!(a > 0.2 && a < 1.0, "{a}");
+    assert!(m["peak_day"].as_u64().unwrap() > 0);
+    for k in ["peak_prevalence", "growth_rate", "r0_estimate", "cut_edges", "bytes_per_day", "agent_days_per_s"] {
+        assert!(m[k].is_number(), "metrics.{k} missing: {m}");
+    }
+    assert!(m["attack_rate_by_degree"].as_array().is_some_and(|v| !v.is_empty()));
+    let csv = std::fs::read_to_string(out.join("curve.csv")).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines[0], "day,S,E,I,R,V,new_infections,isolated");
+    assert_eq!(lines.len(), 121);
+    // Every day's counts add up to the population.
+    for l in &lines[1..] {
+        let v: Vec<u64> = l.split(',').map(|x| x.parse().unwrap()).collect();
+        assert_eq!(v[1] + v[2] + v[3] + v[4] + v[5], 30_000, "{l}");
+    }
+    let png = std::fs::read(out.join("epidemic.png")).unwrap();
+    assert_eq!(&png[1..4], b"PNG");
+}
+
+#[test]
+fn verify_prints_theory_beside_simulation() {
+    let dir = tmp("epi-verify");
+    let out = dir.join("o");
+    let o = parsim(&[
+        "run",
+        "scenarios/epidemic-er.toml",
+        "--verify",
+        "--set",
+        "abm.agents=20000",
+        "--set",
+        "abm.partitioner=\"block\"",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    for want in ["edge transmissibility T", "0.22622", "final size z", "early growth rate r", "attack rate by degree"] {
+        assert!(stdout.contains(want), "missing {want:?} in\n{stdout}");
+    }
+}
+
+#[test]
+fn the_reference_contact_file_runs() {
+    let dir = tmp("epi-file");
+    let s = run_summary(
+        &[
+            "scenarios/epidemic-er.toml",
+            "--set",
+            "abm.population=\"../shared/data/contact/er_N100k_c10_s42.u32\"",
+            "--set",
+            "abm.days=30",
+        ],
+        &dir.join("o"),
+    );
+    assert_eq!(s["metrics"]["agents"], 100_000);
+    assert_eq!(s["metrics"]["edges"], 499_967);
+}
+
+fn bad(dir: &std::path::Path, name: &str, abm: &str) -> String {
+    let text = format!("[run]\nmodel = \"epidemic\"\n\n[abm]\nagents = 1000\n{abm}\n");
+    let p = scenario(dir, name, &text);
+    let o = parsim(&["run", p.to_str().unwrap(), "--out", dir.join("o").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{name}: {}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn bad_input_exits_2_naming_the_key_or_line() {
+    let dir = tmp("epi-bad");
+    let e = bad(&dir, "beta.toml", "beta = 1.5");
+    assert!(e.contains("beta.toml:6") && e.contains("beta"), "{e}");
+    let e = bad(&dir, "dur.toml", "infectious_days = 0");
+    assert!(e.contains("dur.toml:6") && e.contains("infectious_days"), "{e}");
+    let e = bad(&dir, "late.toml", "days = 100\nclose = [{ layer = \"contact\", from = 50, to = 120 }]");
+    assert!(e.contains("late.toml:7") && e.contains("close.to") && e.contains("horizon"), "{e}");
+    let e = bad(&dir, "layer.toml", "close = [{ layer = \"school\", from = 5, to = 9 }]");
+    assert!(e.contains("no layer \"school\""), "{e}");
+    let e = bad(&dir, "vacc.toml", "vaccinate = { from = 10, to = 500, rate = 0.1 }");
+    assert!(e.contains("vaccinate.to"), "{e}");
+    let e = bad(&dir, "key.toml", "betta = 0.1");
+    assert!(e.contains("key.toml:6") && e.contains("unknown key"), "{e}");
+    // A malformed contact file: its own name and line.
+    let edges = dir.join("contacts.txt");
+    std::fs::write(&edges, "0 1\n1 2\n2 three\n").unwrap();
+    let e = bad(&dir, "file.toml", &format!("population = \"{}\"", edges.display()));
+    assert!(e.contains("contacts.txt:3") && e.contains("three"), "{e}");
+    std::fs::write(&edges, "0 1\n1 2000\n").unwrap();
+    let e = bad(&dir, "beyond.toml", &format!("population = \"{}\"", edges.display()));
+    assert!(e.contains("contacts.txt:2") && e.contains("beyond"), "{e}");
+    std::fs::write(&edges, "0 1\n1 1\n").unwrap();
+    let e = bad(&dir, "strict.toml", &format!("population = \"{}\"\nstrict = true", edges.display()));
+    assert!(e.contains("contacts.txt:2") && e.contains("self-loop"), "{e}");
+}
+
+#[test]
+fn self_loops_are_dropped_and_counted_without_strict() {
+    let dir = tmp("epi-loops");
+    let edges = dir.join("c.txt");
+    std::fs::write(&edges, "0 1\n1 1\n1 2\n2 0\n").unwrap();
+    let p = scenario(&dir, "s.toml", &format!("[run]\nmodel = \"epidemic\"\n\n[abm]\npopulation = \"{}\"\nseeds = 1\ndays = 10\n", edges.display()));
+    let s = run_summary(&[p.to_str().unwrap()], &dir.join("o"));
+    assert_eq!(s["metrics"]["dropped_self_loops"], 1);
+    assert_eq!(s["metrics"]["edges"], 3);
+}
+
+#[cfg(feature = "mpi")]
+#[test]
+fn epidemic_digest_under_mpirun_equals_threads() {
+    let dir = tmp("epi-mpi");
+    let want = run("scenarios/epidemic.toml", 1, &[], &dir.join("t"))["digest"].clone();
+    for n in ["2", "4"] {
+        for part in ["multilevel", "hash", "lp"] {
+            let p = format!("abm.partitioner=\"{part}\"");
+            let mut args = vec!["run", "scenarios/epidemic.toml", "--set", p.as_str()];
+            args.extend_from_slice(&SMALL);
+            let s = crate::support::mpirun_summary(n, &args, &dir.join(format!("m{n}{part}")));
+            assert_eq!(s["digest"], want, "{part} under mpirun -n {n}");
+        }
+    }
+    let mut args = vec!["run", "scenarios/epidemic-er.toml", "--set", "abm.agents=20000"];
+    args.extend_from_slice(&["--set", "abm.days=60"]);
+    let t = run_summary(&args[1..], &dir.join("er-t"));
+    let m = crate::support::mpirun_summary("2", &args, &dir.join("er-m"));
+    assert_eq!(m["digest"], t["digest"]);
+}
