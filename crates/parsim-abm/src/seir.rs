@@ -13,8 +13,9 @@
 //! 4. **counts**: S, E, I, R, V and new infections, one integer all-reduce.
 //!
 //! Every draw is Philox4x32-10 keyed by the seed with counter
-//! (day, kind, agent, neighbour) — global ids — so the trajectory is bit
-//! identical for any number of ranks, partition, backend and threads.
+//! (day, kind, agent, neighbour) — global ids; transmission draws take the
+//! four words of one block for four consecutive days — so the trajectory is
+//! bit identical for any number of ranks, partition, backend and threads.
 
 use parsim_comm::{Comm, ReduceOp};
 use parsim_core::rng::{philox4x32_10, StreamKey};
@@ -111,8 +112,166 @@ pub fn seeds(n: usize, count: usize, seed: u64) -> Vec<u32> {
     out
 }
 
+/// What an agent's infectious period looks like, drawn at onset (the same
+/// draws, keyed by (seed, day, kind, agent), on every rank that needs it).
+struct Rules<'a> {
+    key: [u32; 2],
+    cfg: &'a SeirConfig,
+    days: u32,
+    /// Layers open on each day.
+    open: Vec<u8>,
+    all_layers: u8,
+    thr: Vec<u64>,
+    thr_gamma: u64,
+    thr_detect: u64,
+}
+
+/// An infectious period: transmits on days `onset..exit`, isolated from `iso` (`u32::MAX`: never).
+#[derive(Clone, Copy)]
+struct Course {
+    onset: u32,
+    exit: u32,
+    iso: u32,
+}
+
+impl Rules<'_> {
+    /// The day agent `a`, infected on day `t`, becomes infectious (variant
+    /// B: the first later day whose E → I draw succeeds); `days` if never.
+    fn onset(&self, a: u32, t: u32, thr_sigma: u64) -> u32 {
+        match self.cfg.variant {
+            Variant::Fixed { latent, .. } => (t + latent).min(self.days),
+            Variant::Markov { .. } => {
+                let mut d = t + 1;
+                while d < self.days && u64::from(draw(self.key, d, K_ONSET, a, 0)) >= thr_sigma {
+                    d += 1;
+                }
+                d.min(self.days)
+            }
+        }
+    }
+
+    fn course(&self, a: u32, onset: u32) -> Course {
+        let exit = match self.cfg.variant {
+            Variant::Fixed { infectious, .. } => onset + infectious,
+            Variant::Markov { .. } => {
+                let mut t = onset + 1;
+                while t < self.days && u64::from(draw(self.key, t, K_RECOVER, a, 0)) >= self.thr_gamma {
+                    t += 1;
+                }
+                t.max(onset + 1)
+            }
+        };
+        let iso = match &self.cfg.isolation {
+            Some(is) if u64::from(draw(self.key, 0, K_DETECT, a, 0)) < self.thr_detect => onset + is.delay,
+            _ => u32::MAX,
+        };
+        Course { onset, exit, iso }
+    }
+
+    /// The layers source `c` transmits on during day `t`.
+    #[inline]
+    fn mask_on(&self, c: &Course, t: u32) -> u8 {
+        let m = if t >= c.iso { self.cfg.isolation.as_ref().map_or(0, |i| i.keep) } else { self.all_layers };
+        m & self.open[t as usize]
+    }
+
+    /// The first day of `c` on which the draw for (day, `src`, `dst`)
+    /// succeeds on a layer-`l` edge, and the draws made.
+    #[inline]
+    ///
+    /// The draw of day t is word t mod 4 of the Philox block for
+    /// (⌊t/4⌋, transmit, src, dst): a pure function of (seed, day, source,
+    /// target) like every draw, at a quarter of the block computations.
+    fn first_success(&self, src: u32, dst: u32, l: u8, c: &Course, draws: &mut u64) -> Option<u32> {
+        let mut block = [0u32; 4];
+        let mut have = u32::MAX;
+        for t in c.onset..c.exit.min(self.days) {
+            if self.mask_on(c, t) >> l & 1 == 0 {
+                continue;
+            }
+            *draws += 1;
+            if t >> 2 != have {
+                have = t >> 2;
+                block = philox4x32_10([have, K_TRANSMIT, src, dst], self.key);
+            }
+            if u64::from(block[(t & 3) as usize]) < self.thr[l as usize] {
+                return Some(t);
+            }
+        }
+        None
+    }
+
+    /// For each neighbour of `src` that may be susceptible, the first day of
+    /// `c` on which its draw succeeds: owned targets go to `local`, ghosts to
+    /// `remote` (their owner makes the attempt); returns the draws made.
+    fn transmissions(&self, src: u32, c: &Course, row: &Row<'_>, view: &View<'_>, out: &mut Planned) -> u64 {
+        let mut draws = 0u64;
+        for (k, &j) in row.owned.iter().enumerate() {
+            if view.st[j as usize] != S {
+                continue;
+            }
+            let gj = match view.base {
+                Some(b) => b + j,
+                None => view.g.global(j as usize),
+            };
+            let l = row.layers.map_or(0, |ls| ls[k]);
+            if let Some(t) = self.first_success(src, gj, l, c, &mut draws) {
+                out.local.push((t, j));
+            }
+        }
+        // Ghosts: global ids read beside the row; "left S" from a bitset over global ids.
+        let off = row.owned.len();
+        for (k, (&j, &gj)) in row.ghosts.iter().zip(row.ghost_gids).enumerate() {
+            if view.gone[(gj >> 6) as usize] >> (gj & 63) & 1 == 1 {
+                continue;
+            }
+            let l = row.layers.map_or(0, |ls| ls[off + k]);
+            if let Some(t) = self.first_success(src, gj, l, c, &mut draws) {
+                out.remote.push((t, j));
+            }
+        }
+        draws
+    }
+}
+
+/// One source's neighbours, split into owned ones and ghosts.
+struct Row<'a> {
+    owned: &'a [u32],
+    ghosts: &'a [u32],
+    ghost_gids: &'a [u32],
+    /// Layers of the whole row (owned part, then ghosts).
+    layers: Option<&'a [u8]>,
+}
+
+/// What the transmission step reads.
+struct View<'a> {
+    g: &'a DistGraph,
+    st: &'a [u8],
+    gone: &'a [u64],
+    base: Option<u32>,
+}
+
+/// Attempts drawn for owned targets and for ghosts, (day, local id).
+#[derive(Default)]
+struct Planned {
+    local: Vec<(u32, u32)>,
+    remote: Vec<(u32, u32)>,
+}
+
 /// Runs `cfg` on this rank's part `g` of `pop`'s network. Every rank calls
 /// it with the same arguments; `progress(day, days)` is called after each day.
+///
+/// When an agent becomes infectious, its owner draws its whole infectious
+/// period at once (exit day, isolation, and for every neighbour that may
+/// still be susceptible the first day its Bernoulli draw succeeds): an
+/// attempt scheduled for day t infects the neighbour if it is still
+/// susceptible then. This is the trajectory of drawing day by day — a
+/// neighbour susceptible on day t was susceptible on every earlier day, so
+/// only the first success can matter — and reads each row once per
+/// infection. Attempts on another rank's agents travel to their owner, and
+/// boundary agents that stop being susceptible are announced to the ranks
+/// holding their ghosts (so that their neighbours stop drawing for them):
+/// both in one message per neighbouring rank per day.
 pub fn run<C: Comm>(
     comm: &C,
     pop: &Population,
@@ -124,22 +283,40 @@ pub fn run<C: Comm>(
     if pop.layers.len() > 8 {
         return Err(AbmError::config("layers", "at most 8 contact layers"));
     }
-    let key = [cfg.seed as u32, (cfg.seed >> 32) as u32];
+
     let n_own = g.owned();
-    let n_loc = n_own + g.ghosts();
-    // No closure reaches day u32::MAX: every layer.
-    let all_layers = cfg.open_layers(u32::MAX, pop.layers.len());
-    let thr: Vec<u64> = pop.layers.iter().map(|l| threshold(l.probability(cfg.beta))).collect();
-    let mut st = vec![S; n_own];
-    let mut mark = vec![0u16; n_own];
-    let mut inf_day = vec![NEVER; n_own];
-    let mut mask = vec![0u8; n_loc];
     let iso = cfg.isolation.as_ref();
-    let mut iso_day = if iso.is_some() { vec![NEVER; n_own] } else { Vec::new() };
-    let (mut e_list, mut i_list, mut ghost_inf): (Vec<u32>, Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new(), Vec::new());
+    let rules = Rules {
+        key: [cfg.seed as u32, (cfg.seed >> 32) as u32],
+        cfg,
+        days: cfg.days,
+        open: (0..cfg.days).map(|d| cfg.open_layers(d, pop.layers.len())).collect(),
+        // No closure reaches day u32::MAX: every layer.
+        all_layers: cfg.open_layers(u32::MAX, pop.layers.len()),
+        thr: pop.layers.iter().map(|l| threshold(l.probability(cfg.beta))).collect(),
+        thr_gamma: match cfg.variant {
+            Variant::Markov { gamma, .. } => threshold(gamma),
+            Variant::Fixed { .. } => 0,
+        },
+        thr_detect: iso.map_or(0, |i| threshold(i.detect)),
+    };
+    let key = rules.key;
+    let thr_sigma = match cfg.variant {
+        Variant::Markov { sigma, .. } => threshold(sigma),
+        Variant::Fixed { .. } => 0,
+    };
+    let base = g.owned_base();
+    let mut st = vec![S; n_own];
+    let mut inf_day = vec![NEVER; n_own];
+    let mut iso_day = if iso.is_some() { vec![u32::MAX; n_own] } else { Vec::new() };
+    // Progression, scheduled when it becomes known: onsets, isolations, exits per day.
+    let nd = cfg.days as usize;
+    let mut onset_at: Vec<Vec<u32>> = vec![Vec::new(); nd];
+    let mut iso_at: Vec<Vec<u32>> = vec![Vec::new(); nd];
+    let mut exit_at: Vec<Vec<u32>> = vec![Vec::new(); nd];
     let mut counts = DayCounts { s: n_own as u64, ..DayCounts::default() };
     // Vaccination days, drawn once per agent (equivalent to a daily Bernoulli(rate)).
-    let mut vacc: Vec<(u16, u32)> = Vec::new();
+    let mut vacc: Vec<(u32, u32)> = Vec::new();
     if let Some(v) = &cfg.vaccination {
         if v.rate > 0.0 {
             for i in 0..n_own {
@@ -147,21 +324,41 @@ pub fn run<C: Comm>(
                 let k = if v.rate >= 1.0 { 0.0 } else { (u.ln() / (1.0 - v.rate).ln()).floor() };
                 let day = f64::from(v.from) + k;
                 if day < f64::from(v.to) {
-                    vacc.push((day as u16, i as u32));
+                    vacc.push((day as u32, i as u32));
                 }
             }
             vacc.sort_unstable();
         }
     }
     let mut vacc_at = 0usize;
-    let (thr_sigma, thr_gamma) = match cfg.variant {
-        Variant::Markov { sigma, gamma } => (threshold(sigma), threshold(gamma)),
-        Variant::Fixed { .. } => (0, 0),
-    };
-    let thr_detect = iso.map_or(0, |i| threshold(i.detect));
+    // Scheduled infection attempts per day (owned targets).
+    let mut attempts: Vec<Vec<u32>> = vec![Vec::new(); cfg.days as usize];
     let mut curve = Vec::with_capacity(cfg.days as usize);
-    let mut changes: Vec<(u32, u8)> = Vec::new();
-    let (mut checks, mut changes_sent) = (0u64, 0u64);
+    let mut sources: Vec<(u32, Course)> = Vec::new();
+    // Ghosts announced to have left S, as a bitset over global ids (empty on one rank).
+    let mut gone: Vec<u64> = if g.ghosts() > 0 { vec![0; g.global_vertices().div_ceil(64)] } else { Vec::new() };
+    // The global ids of the ghost part of every owned row, in row order.
+    let mut gstart: Vec<u64> = Vec::new();
+    let mut ggids: Vec<u32> = Vec::new();
+    if g.ghosts() > 0 {
+        gstart.reserve(n_own + 1);
+        gstart.push(0);
+        for i in 0..n_own {
+            let row = g.neighbours(i);
+            ggids.extend(row[g.owned_neighbours(i).len()..].iter().map(|&l| g.global(l as usize)));
+            gstart.push(ggids.len() as u64);
+        }
+    }
+    // Where each ghost is in its owner's send list: (peer index, position).
+    let mut ghost_at = vec![(0u32, 0u32); g.ghosts()];
+    for q in 0..g.peers().len() {
+        for (pos, &l) in g.recv_list(q).iter().enumerate() {
+            ghost_at[l as usize - n_own] = (q as u32, pos as u32);
+        }
+    }
+    // Owned boundary agents that stopped being susceptible since the last exchange.
+    let mut left_s: Vec<u32> = Vec::new();
+    let (mut draws, mut changes_sent) = (0u64, 0u64);
     let pool = if cfg.threads > 1 {
         Some(
             rayon::ThreadPoolBuilder::new()
@@ -173,187 +370,174 @@ pub fn run<C: Comm>(
         None
     };
     for day in 0..cfg.days {
-        let t = day as u16;
         let compute = comm.clock().enter(Phase::Compute);
-        changes.clear();
+        sources.clear();
         counts.new = 0;
         if day == 0 {
             for a in seeds(g.global_vertices(), cfg.seeds, cfg.seed) {
                 if let Some(i) = g.local(a).filter(|&i| i < n_own) {
                     st[i] = E;
-                    mark[i] = 0;
                     inf_day[i] = 0;
-                    e_list.push(i as u32);
                     counts.s -= 1;
                     counts.e += 1;
                     counts.new += 1;
+                    if g.is_boundary(i) {
+                        left_s.push(i as u32);
+                    }
+                    let o = rules.onset(a, 0, thr_sigma) as usize;
+                    if o < nd {
+                        onset_at[o].push(i as u32);
+                    }
                 }
             }
         }
-        // 1. Progression: I first (so that today's new I do not also recover), then E.
-        let boundary = |i: usize| g.is_boundary(i);
-        i_list.retain(|&a| {
+        // 1. Progression: exits first (so that today's new I do not also recover), then onsets.
+        let d = day as usize;
+        for a in std::mem::take(&mut exit_at[d]) {
             let a = a as usize;
-            let exit = match cfg.variant {
-                Variant::Fixed { infectious, .. } => u32::from(t) == u32::from(mark[a]) + infectious,
-                Variant::Markov { .. } => {
-                    t > mark[a] && u64::from(draw(key, day, K_RECOVER, g.global(a), 0)) < thr_gamma
-                }
-            };
-            if exit {
-                if iso.is_some() && iso_day[a] < t {
-                    counts.isolated -= 1;
-                }
-                st[a] = R;
-                counts.i -= 1;
-                counts.r += 1;
-                if mask[a] != 0 && boundary(a) {
-                    changes.push((a as u32, 0));
-                }
-                mask[a] = 0;
-                return false;
+            if iso.is_some() && iso_day[a] < day {
+                counts.isolated -= 1;
             }
-            if let Some(is) = iso {
-                if iso_day[a] == t {
+            st[a] = R;
+            counts.i -= 1;
+            counts.r += 1;
+        }
+        counts.isolated += iso_at[d].len() as u64;
+        iso_at[d] = Vec::new();
+        for a in std::mem::take(&mut onset_at[d]) {
+            let au = a as usize;
+            st[au] = I;
+            counts.e -= 1;
+            counts.i += 1;
+            let c = rules.course(g.global(au), day);
+            if (c.exit as usize) < nd {
+                exit_at[c.exit as usize].push(a);
+            }
+            if iso.is_some() {
+                iso_day[au] = c.iso;
+                if c.iso == day {
                     counts.isolated += 1;
-                    if mask[a] != is.keep && boundary(a) {
-                        changes.push((a as u32, is.keep));
-                    }
-                    mask[a] = is.keep;
+                } else if c.iso < c.exit && (c.iso as usize) < nd {
+                    iso_at[c.iso as usize].push(a);
                 }
             }
-            true
-        });
-        e_list.retain(|&a| {
-            let a = a as usize;
-            let go = match cfg.variant {
-                Variant::Fixed { latent, .. } => u32::from(t) == u32::from(mark[a]) + latent,
-                Variant::Markov { .. } => t > mark[a] && u64::from(draw(key, day, K_ONSET, g.global(a), 0)) < thr_sigma,
-            };
-            if go {
-                st[a] = I;
-                mark[a] = t;
-                counts.e -= 1;
-                counts.i += 1;
-                let mut m = all_layers;
-                if let Some(is) = iso {
-                    if u64::from(draw(key, 0, K_DETECT, g.global(a), 0)) < thr_detect {
-                        iso_day[a] = (u32::from(t) + is.delay).min(u32::from(NEVER) - 1) as u16;
-                        if is.delay == 0 {
-                            m = is.keep;
-                            counts.isolated += 1;
-                        }
-                    }
-                }
-                mask[a] = m;
-                if m != 0 && boundary(a) {
-                    changes.push((a as u32, m));
-                }
-                i_list.push(a as u32);
-            }
-            !go
-        });
-        while vacc_at < vacc.len() && vacc[vacc_at].0 == t {
+            sources.push((a, c));
+        }
+        while vacc_at < vacc.len() && vacc[vacc_at].0 == day {
             let a = vacc[vacc_at].1 as usize;
             if st[a] == S {
                 st[a] = V;
                 counts.s -= 1;
                 counts.v += 1;
+                if g.is_boundary(a) {
+                    left_s.push(a as u32);
+                }
             }
             vacc_at += 1;
         }
-        drop(compute);
-        // 2. Exchange what changed on the boundary.
-        changes_sent += changes.iter().map(|&(a, _)| g.ghosted_at(a as usize).len() as u64).sum::<u64>();
-        let upd = g.exchange_changes(comm, TAG_CHANGES, &changes)?;
-        let compute = comm.clock().enter(Phase::Compute);
-        for (l, m) in upd {
-            if mask[l as usize] == 0 && m != 0 {
-                ghost_inf.push(l);
-            }
-            mask[l as usize] = m;
-        }
-        ghost_inf.retain(|&l| mask[l as usize] != 0);
-        // 3. Transmission.
-        let open = cfg.open_layers(day, pop.layers.len());
-        // Sources in id order: their rows are read in address order.
-        i_list.sort_unstable();
-        ghost_inf.sort_unstable();
-        let base = g.owned_base();
-        let try_source = |src: usize, targets: &[u32], layers: Option<&[u8]>, st: &[u8], out: &mut Vec<u32>| -> u64 {
-            let m = mask[src] & open;
-            if m == 0 {
-                return 0;
-            }
-            let gs = g.global(src);
-            let mut c = 0u64;
-            for (k, &j) in targets.iter().enumerate() {
-                let j = j as usize;
-                if j >= n_own || st[j] != S {
-                    continue;
-                }
-                let l = layers.map_or(0, |ls| ls[k]);
-                if m >> l & 1 == 0 {
-                    continue;
-                }
-                c += 1;
-                let gj = match base {
-                    Some(b) => b + j as u32,
-                    None => g.global(j),
-                };
-                if u64::from(draw(key, day, K_TRANSMIT, gs, gj)) < thr[l as usize] {
-                    out.push(j as u32);
-                }
-            }
-            c
+        // 2. Transmission: every new source draws its whole course.
+        let row_of = |s: usize| {
+            let all = g.neighbours(s);
+            let owned = g.owned_neighbours(s);
+            let ghost_gids: &[u32] =
+                if ggids.is_empty() { &[] } else { &ggids[gstart[s] as usize..gstart[s + 1] as usize] };
+            Row { owned, ghosts: &all[owned.len()..], ghost_gids, layers: g.layers_of(s) }
         };
-        let owned_targets = |a: usize| (g.neighbours(a), g.layers_of(a));
-        let mut infected: Vec<u32> = Vec::new();
+        let view = View { g, st: &st, gone: &gone, base };
+        let mut planned = Planned::default();
+        // The rows of today's sources are scattered: load their first words
+        // in two tight passes (offsets, then rows), whose independent loads
+        // overlap, before the branchy pass that uses them.
+        sources.sort_unstable_by_key(|&(s, _)| s);
+        let starts: Vec<usize> = sources.iter().map(|&(s, _)| g.row(s as usize).start).collect();
+        let mut touched = 0u32;
+        for &e in &starts {
+            if e < g.adjacency_len() {
+                touched ^= g.adj_at(e);
+            }
+        }
+        if !ggids.is_empty() {
+            for &(s, _) in &sources {
+                if let Some(&x) = ggids.get(gstart[s as usize] as usize) {
+                    touched ^= x;
+                }
+            }
+        }
+        std::hint::black_box(touched);
         match &pool {
             None => {
-                for &a in &i_list {
-                    let (ts, ls) = owned_targets(a as usize);
-                    checks += try_source(a as usize, ts, ls, &st, &mut infected);
-                }
-                for &h in &ghost_inf {
-                    let (ts, ls) = g.ghost_row(h as usize);
-                    checks += try_source(h as usize, ts, ls, &st, &mut infected);
+                for &(s, c) in &sources {
+                    draws += rules.transmissions(g.global(s as usize), &c, &row_of(s as usize), &view, &mut planned);
                 }
             }
             Some(pool) => {
-                let sources: Vec<u32> = i_list.iter().chain(&ghost_inf).copied().collect();
-                let stv = &st;
-                let parts: Vec<(u64, Vec<u32>)> = pool.install(|| {
+                let (vw, rl) = (&view, &rules);
+                let parts: Vec<(u64, Planned)> = pool.install(|| {
                     sources
-                        .par_chunks(1024)
+                        .par_chunks(256)
                         .map(|chunk| {
-                            let mut out = Vec::new();
-                            let mut c = 0;
-                            for &s in chunk {
-                                let s = s as usize;
-                                let (ts, ls) = if s < n_own { owned_targets(s) } else { g.ghost_row(s) };
-                                c += try_source(s, ts, ls, stv, &mut out);
+                            let mut p = Planned::default();
+                            let mut d = 0;
+                            for &(s, c) in chunk {
+                                d += rl.transmissions(g.global(s as usize), &c, &row_of(s as usize), vw, &mut p);
                             }
-                            (c, out)
+                            (d, p)
                         })
                         .collect()
                 });
-                for (c, out) in parts {
-                    checks += c;
-                    infected.extend(out);
+                for (d, p) in parts {
+                    draws += d;
+                    planned.local.extend(p.local);
+                    planned.remote.extend(p.remote);
                 }
             }
         }
-        for j in infected {
+        let Planned { local: planned, remote } = planned;
+        for (t, j) in planned {
+            attempts[t as usize].push(j);
+        }
+        // 3. One message per neighbouring rank: attempts on its agents
+        //    [day, position] and its ghosts of ours that left S [MAX, position].
+        let mut out: Vec<Vec<[u32; 2]>> = vec![Vec::new(); g.peers().len()];
+        for (t, j) in remote {
+            let (q, pos) = ghost_at[j as usize - n_own];
+            out[q as usize].push([t, pos]);
+        }
+        for &a in &left_s {
+            for &(q, pos) in g.ghosted_at(a as usize) {
+                out[q as usize].push([u32::MAX, pos]);
+            }
+        }
+        left_s.clear();
+        changes_sent += out.iter().map(|v| v.len() as u64).sum::<u64>();
+        drop(compute);
+        let got = g.exchange(comm, TAG_CHANGES, out)?;
+        let compute = comm.clock().enter(Phase::Compute);
+        for (q, msgs) in got.iter().enumerate() {
+            for &[t, pos] in msgs {
+                if t == u32::MAX {
+                    let gj = g.global(g.recv_list(q)[pos as usize] as usize);
+                    gone[(gj >> 6) as usize] |= 1 << (gj & 63);
+                } else {
+                    attempts[t as usize].push(g.send_list(q)[pos as usize]);
+                }
+            }
+        }
+        for j in std::mem::take(&mut attempts[day as usize]) {
             let j = j as usize;
             if st[j] == S {
                 st[j] = E;
-                mark[j] = t;
-                inf_day[j] = t;
-                e_list.push(j as u32);
+                inf_day[j] = day as u16;
                 counts.s -= 1;
                 counts.e += 1;
                 counts.new += 1;
+                if g.is_boundary(j) {
+                    left_s.push(j as u32);
+                }
+                let o = rules.onset(g.global(j), day, thr_sigma) as usize;
+                if o < nd {
+                    onset_at[o].push(j as u32);
+                }
             }
         }
         drop(compute);
@@ -366,6 +550,7 @@ pub fn run<C: Comm>(
             p(day + 1, cfg.days, &dc);
         }
     }
+    let checks = draws;
     // Final states, degrees, digest.
     let mut sd = SetDigest::new();
     let mut maxdeg = 0u64;

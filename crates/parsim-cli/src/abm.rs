@@ -308,9 +308,7 @@ impl AbmSetup {
             Source::File(p) => {
                 let t0 = Instant::now();
                 let pop = Population::read(p, agents_key.map(|a| a as usize), strict).map_err(|e| match e {
-                    AbmError::Parse { .. } | AbmError::Io { .. } => {
-                        InputError::flag("[abm] population", e.to_string())
-                    }
+                    AbmError::Parse { .. } | AbmError::Io { .. } => InputError::flag("[abm] population", e.to_string()),
                     other => abm_err(&t, other),
                 })?;
                 let n = pop.agents();

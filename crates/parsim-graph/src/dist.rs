@@ -106,18 +106,23 @@ impl DistGraph {
         let mut layer = g.layer.as_ref().map(|_| Vec::with_capacity(total));
         let mut gdeg = vec![0u64; n_ghost + 1];
         for i in 0..n_owned {
-            let r = g.row(ids[i] as usize);
-            for e in r {
-                let l = local[g.adj[e] as usize];
-                adj.push(l);
-                if l as usize >= n_owned {
-                    gdeg[l as usize - n_owned] += 1;
-                }
-                if let (Some(w), Some(src)) = (weight.as_mut(), g.weight.as_ref()) {
-                    w.push(src[e]);
-                }
-                if let (Some(w), Some(src)) = (layer.as_mut(), g.layer.as_ref()) {
-                    w.push(src[e]);
+            // Owned neighbours first, then ghosts (each part in global id order).
+            for ghosts in [false, true] {
+                for e in g.row(ids[i] as usize) {
+                    let l = local[g.adj[e] as usize];
+                    if (l as usize >= n_owned) != ghosts {
+                        continue;
+                    }
+                    adj.push(l);
+                    if ghosts {
+                        gdeg[l as usize - n_owned] += 1;
+                    }
+                    if let (Some(w), Some(src)) = (weight.as_mut(), g.weight.as_ref()) {
+                        w.push(src[e]);
+                    }
+                    if let (Some(w), Some(src)) = (layer.as_mut(), g.layer.as_ref()) {
+                        w.push(src[e]);
+                    }
                 }
             }
             xadj.push(adj.len() as u64);
@@ -262,7 +267,15 @@ impl DistGraph {
         self.ghost_owner[l - self.n_owned] as usize
     }
 
-    /// The neighbours (local ids) of owned vertex `i`; its degree is the length.
+    /// The owned neighbours of owned vertex `i` (the first part of its row).
+    #[inline]
+    pub fn owned_neighbours(&self, i: usize) -> &[u32] {
+        let row = self.neighbours(i);
+        &row[..row.partition_point(|&l| (l as usize) < self.n_owned)]
+    }
+
+    /// The neighbours (local ids) of owned vertex `i`, owned ones first, then
+    /// ghosts, each part in global id order; its degree is the length.
     #[inline]
     pub fn neighbours(&self, i: usize) -> &[u32] {
         &self.adj[self.xadj[i] as usize..self.xadj[i + 1] as usize]
@@ -272,6 +285,12 @@ impl DistGraph {
     #[inline]
     pub fn row(&self, i: usize) -> std::ops::Range<usize> {
         self.xadj[i] as usize..self.xadj[i + 1] as usize
+    }
+
+    /// Entries in the owned rows (the upper bound of [`row`](Self::row) indices).
+    #[inline]
+    pub fn adjacency_len(&self) -> usize {
+        self.adj.len()
     }
 
     /// The neighbour at `adj` index `e`.
@@ -381,6 +400,20 @@ impl DistGraph {
         }
         wait_all(sends)?;
         Ok(got)
+    }
+
+    /// Tells every rank that ghosts one of the owned vertices `marked` about
+    /// it (one message per neighbouring rank, ids only) and returns the ghost
+    /// local ids marked by their owners.
+    pub fn exchange_marked<C: Comm>(&self, comm: &C, tag: Tag, marked: &[u32]) -> Result<Vec<u32>> {
+        let mut idx: Vec<Vec<u32>> = vec![Vec::new(); self.peers.len()];
+        for &i in marked {
+            for &(q, pos) in self.ghosted_at(i as usize) {
+                idx[q as usize].push(pos);
+            }
+        }
+        let got = self.exchange(comm, tag, idx)?;
+        Ok(got.iter().enumerate().flat_map(|(q, is)| is.iter().map(move |&pos| self.recv[q][pos as usize])).collect())
     }
 
     /// Sends the new values of changed owned vertices to every rank that

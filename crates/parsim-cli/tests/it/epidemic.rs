@@ -137,7 +137,11 @@ fn self_loops_are_dropped_and_counted_without_strict() {
     let dir = tmp("epi-loops");
     let edges = dir.join("c.txt");
     std::fs::write(&edges, "0 1\n1 1\n1 2\n2 0\n").unwrap();
-    let p = scenario(&dir, "s.toml", &format!("[run]\nmodel = \"epidemic\"\n\n[abm]\npopulation = \"{}\"\nseeds = 1\ndays = 10\n", edges.display()));
+    let p = scenario(
+        &dir,
+        "s.toml",
+        &format!("[run]\nmodel = \"epidemic\"\n\n[abm]\npopulation = \"{}\"\nseeds = 1\ndays = 10\n", edges.display()),
+    );
     let s = run_summary(&[p.to_str().unwrap()], &dir.join("o"));
     assert_eq!(s["metrics"]["dropped_self_loops"], 1);
     assert_eq!(s["metrics"]["edges"], 3);

@@ -20,7 +20,12 @@ fn ghosts_and_exchange_lists_are_consistent() {
         for d in &views {
             for i in 0..d.owned() {
                 let v = d.global(i) as usize;
-                let mine: Vec<u32> = d.neighbours(i).iter().map(|&l| d.global(l as usize)).collect();
+                let mut mine: Vec<u32> = d.neighbours(i).iter().map(|&l| d.global(l as usize)).collect();
+                // Owned neighbours first, then ghosts.
+                let k = d.owned_neighbours(i).len();
+                assert!(d.neighbours(i)[..k].iter().all(|&l| (l as usize) < d.owned()));
+                assert!(d.neighbours(i)[k..].iter().all(|&l| (l as usize) >= d.owned()));
+                mine.sort_unstable();
                 assert_eq!(mine, g.neighbours(v));
             }
             for (q, &p) in d.peers().iter().enumerate() {
