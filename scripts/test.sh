@@ -123,6 +123,7 @@ for r in 1 2 3 8; do
   got=$(grep -o '"digest": "[0-9a-f]*"' "target/ci/ring-t$r/summary.json" | cut -d'"' -f4)
   [ "$got" = "$want" ] || { echo "threads --ranks $r: digest $got != $want"; exit 1; }
 done
+cargo build --release --features mpi   # `cargo run` above rebuilt the binary without MPI
 for n in 1 2 4; do
   mpirun_ -n "$n" target/release/parsim run scenarios/ring.toml --backend mpi --out "target/ci/ring-mpi$n"
   got=$(grep -o '"digest": "[0-9a-f]*"' "target/ci/ring-mpi$n/summary.json" | cut -d'"' -f4)
