@@ -227,7 +227,7 @@ impl Rules<'_> {
             }
             let l = row.layers.map_or(0, |ls| ls[off + k]);
             if let Some(t) = self.first_success(src, gj, l, c, &mut draws) {
-                out.remote.push((t, j));
+                out.remote.push((t, gj, j));
             }
         }
         draws
@@ -251,11 +251,11 @@ struct View<'a> {
     base: Option<u32>,
 }
 
-/// Attempts drawn for owned targets and for ghosts, (day, local id).
+/// Attempts drawn for owned targets (day, local id) and for ghosts (day, global id, local id).
 #[derive(Default)]
 struct Planned {
     local: Vec<(u32, u32)>,
-    remote: Vec<(u32, u32)>,
+    remote: Vec<(u32, u32, u32)>,
 }
 
 /// Runs `cfg` on this rank's part `g` of `pop`'s network. Every rank calls
@@ -277,8 +277,67 @@ pub fn run<C: Comm>(
     pop: &Population,
     g: &DistGraph,
     cfg: &SeirConfig,
+    progress: Option<Progress<'_>>,
+) -> Result<SeirResult> {
+    run_on(comm, pop, &Layout::new(g), cfg, progress)
+}
+
+/// What the epidemic derives once from a rank's part of the graph (reusable
+/// across runs, like the graph itself): the global id beside every ghost
+/// entry of the rows, the neighbouring rank of every ghost, and which
+/// neighbouring ranks hold a ghost of each owned agent.
+pub struct Layout<'a> {
+    g: &'a DistGraph,
+    gcol: Vec<u32>,
+    ghost_peer: Vec<u32>,
+    peer_mask: Vec<u8>,
+}
+
+impl<'a> Layout<'a> {
+    /// Derives the layout of `g`.
+    pub fn new(g: &'a DistGraph) -> Layout<'a> {
+        let n_own = g.owned();
+        let mut gcol: Vec<u32> = Vec::new();
+        if g.ghosts() > 0 {
+            gcol = vec![0; g.adjacency_len()];
+            for i in 0..n_own {
+                let r = g.row(i);
+                let k = g.owned_neighbours(i).len();
+                for e in r.start + k..r.end {
+                    gcol[e] = g.global(g.adj_at(e) as usize);
+                }
+            }
+        }
+        let mut ghost_peer = vec![0u32; g.ghosts()];
+        for q in 0..g.peers().len() {
+            for &l in g.recv_list(q) {
+                ghost_peer[l as usize - n_own] = q as u32;
+            }
+        }
+        // With at most 8 neighbouring ranks, one byte per agent (0: not on the boundary).
+        let peer_mask: Vec<u8> = if g.ghosts() > 0 && g.peers().len() <= 8 {
+            (0..n_own).map(|i| g.ghosted_at(i).iter().fold(0u8, |m, &(q, _)| m | 1 << q)).collect()
+        } else {
+            Vec::new()
+        };
+        Layout { g, gcol, ghost_peer, peer_mask }
+    }
+
+    /// Memory held, in bytes.
+    pub fn bytes(&self) -> usize {
+        self.gcol.len() * 4 + self.ghost_peer.len() * 4 + self.peer_mask.len()
+    }
+}
+
+/// [`run`] on a prepared [`Layout`].
+pub fn run_on<C: Comm>(
+    comm: &C,
+    pop: &Population,
+    layout: &Layout<'_>,
+    cfg: &SeirConfig,
     mut progress: Option<Progress<'_>>,
 ) -> Result<SeirResult> {
+    let g = layout.g;
     cfg.check(pop.layers.len())?;
     if pop.layers.len() > 8 {
         return Err(AbmError::config("layers", "at most 8 contact layers"));
@@ -337,27 +396,12 @@ pub fn run<C: Comm>(
     let mut sources: Vec<(u32, Course)> = Vec::new();
     // Ghosts announced to have left S, as a bitset over global ids (empty on one rank).
     let mut gone: Vec<u64> = if g.ghosts() > 0 { vec![0; g.global_vertices().div_ceil(64)] } else { Vec::new() };
-    // The global ids of the ghost part of every owned row, in row order.
-    let mut gstart: Vec<u64> = Vec::new();
-    let mut ggids: Vec<u32> = Vec::new();
-    if g.ghosts() > 0 {
-        gstart.reserve(n_own + 1);
-        gstart.push(0);
-        for i in 0..n_own {
-            let row = g.neighbours(i);
-            ggids.extend(row[g.owned_neighbours(i).len()..].iter().map(|&l| g.global(l as usize)));
-            gstart.push(ggids.len() as u64);
-        }
-    }
-    // Where each ghost is in its owner's send list: (peer index, position).
-    let mut ghost_at = vec![(0u32, 0u32); g.ghosts()];
-    for q in 0..g.peers().len() {
-        for (pos, &l) in g.recv_list(q).iter().enumerate() {
-            ghost_at[l as usize - n_own] = (q as u32, pos as u32);
-        }
-    }
+    let (gcol, ghost_peer) = (&layout.gcol, &layout.ghost_peer);
     // Owned boundary agents that stopped being susceptible since the last exchange.
     let mut left_s: Vec<u32> = Vec::new();
+    let peer_mask = &layout.peer_mask;
+    let boundary = |i: usize| if peer_mask.is_empty() { g.is_boundary(i) } else { peer_mask[i] != 0 };
+    let gid = |i: usize| base.map_or_else(|| g.global(i), |b| b + i as u32);
     let (mut draws, mut changes_sent) = (0u64, 0u64);
     let pool = if cfg.threads > 1 {
         Some(
@@ -381,7 +425,7 @@ pub fn run<C: Comm>(
                     counts.s -= 1;
                     counts.e += 1;
                     counts.new += 1;
-                    if g.is_boundary(i) {
+                    if boundary(i) {
                         left_s.push(i as u32);
                     }
                     let o = rules.onset(a, 0, thr_sigma) as usize;
@@ -409,7 +453,7 @@ pub fn run<C: Comm>(
             st[au] = I;
             counts.e -= 1;
             counts.i += 1;
-            let c = rules.course(g.global(au), day);
+            let c = rules.course(gid(au), day);
             if (c.exit as usize) < nd {
                 exit_at[c.exit as usize].push(a);
             }
@@ -429,7 +473,7 @@ pub fn run<C: Comm>(
                 st[a] = V;
                 counts.s -= 1;
                 counts.v += 1;
-                if g.is_boundary(a) {
+                if boundary(a) {
                     left_s.push(a as u32);
                 }
             }
@@ -437,10 +481,10 @@ pub fn run<C: Comm>(
         }
         // 2. Transmission: every new source draws its whole course.
         let row_of = |s: usize| {
-            let all = g.neighbours(s);
+            let r = g.row(s);
             let owned = g.owned_neighbours(s);
-            let ghost_gids: &[u32] =
-                if ggids.is_empty() { &[] } else { &ggids[gstart[s] as usize..gstart[s + 1] as usize] };
+            let all = g.neighbours(s);
+            let ghost_gids: &[u32] = if gcol.is_empty() { &[] } else { &gcol[r.start + owned.len()..r.end] };
             Row { owned, ghosts: &all[owned.len()..], ghost_gids, layers: g.layers_of(s) }
         };
         let view = View { g, st: &st, gone: &gone, base };
@@ -456,9 +500,9 @@ pub fn run<C: Comm>(
                 touched ^= g.adj_at(e);
             }
         }
-        if !ggids.is_empty() {
-            for &(s, _) in &sources {
-                if let Some(&x) = ggids.get(gstart[s as usize] as usize) {
+        if !gcol.is_empty() {
+            for &e in &starts {
+                if let Some(&x) = gcol.get(e) {
                     touched ^= x;
                 }
             }
@@ -467,7 +511,7 @@ pub fn run<C: Comm>(
         match &pool {
             None => {
                 for &(s, c) in &sources {
-                    draws += rules.transmissions(g.global(s as usize), &c, &row_of(s as usize), &view, &mut planned);
+                    draws += rules.transmissions(gid(s as usize), &c, &row_of(s as usize), &view, &mut planned);
                 }
             }
             Some(pool) => {
@@ -479,7 +523,7 @@ pub fn run<C: Comm>(
                             let mut p = Planned::default();
                             let mut d = 0;
                             for &(s, c) in chunk {
-                                d += rl.transmissions(g.global(s as usize), &c, &row_of(s as usize), vw, &mut p);
+                                d += rl.transmissions(gid(s as usize), &c, &row_of(s as usize), vw, &mut p);
                             }
                             (d, p)
                         })
@@ -497,15 +541,25 @@ pub fn run<C: Comm>(
             attempts[t as usize].push(j);
         }
         // 3. One message per neighbouring rank: attempts on its agents
-        //    [day, position] and its ghosts of ours that left S [MAX, position].
-        let mut out: Vec<Vec<[u32; 2]>> = vec![Vec::new(); g.peers().len()];
-        for (t, j) in remote {
-            let (q, pos) = ghost_at[j as usize - n_own];
-            out[q as usize].push([t, pos]);
+        //    [day, global id] and our boundary agents that left S [MAX, global id].
+        let npeers = g.peers().len();
+        let mut out: Vec<Vec<[u32; 2]>> = vec![Vec::new(); npeers];
+        for (t, gj, j) in remote {
+            let q = if npeers == 1 { 0 } else { ghost_peer[j as usize - n_own] as usize };
+            out[q].push([t, gj]);
         }
         for &a in &left_s {
-            for &(q, pos) in g.ghosted_at(a as usize) {
-                out[q as usize].push([u32::MAX, pos]);
+            let ga = gid(a as usize);
+            if peer_mask.is_empty() {
+                for &(q, _) in g.ghosted_at(a as usize) {
+                    out[q as usize].push([u32::MAX, ga]);
+                }
+            } else {
+                let mut m = peer_mask[a as usize];
+                while m != 0 {
+                    out[m.trailing_zeros() as usize].push([u32::MAX, ga]);
+                    m &= m - 1;
+                }
             }
         }
         left_s.clear();
@@ -513,13 +567,16 @@ pub fn run<C: Comm>(
         drop(compute);
         let got = g.exchange(comm, TAG_CHANGES, out)?;
         let compute = comm.clock().enter(Phase::Compute);
-        for (q, msgs) in got.iter().enumerate() {
-            for &[t, pos] in msgs {
+        for msgs in &got {
+            for &[t, gj] in msgs {
                 if t == u32::MAX {
-                    let gj = g.global(g.recv_list(q)[pos as usize] as usize);
                     gone[(gj >> 6) as usize] |= 1 << (gj & 63);
                 } else {
-                    attempts[t as usize].push(g.send_list(q)[pos as usize]);
+                    let j = match base {
+                        Some(b) => gj - b,
+                        None => g.local(gj).expect("an attempt on an owned agent") as u32,
+                    };
+                    attempts[t as usize].push(j);
                 }
             }
         }
@@ -531,10 +588,10 @@ pub fn run<C: Comm>(
                 counts.s -= 1;
                 counts.e += 1;
                 counts.new += 1;
-                if g.is_boundary(j) {
+                if boundary(j) {
                     left_s.push(j as u32);
                 }
-                let o = rules.onset(g.global(j), day, thr_sigma) as usize;
+                let o = rules.onset(gid(j), day, thr_sigma) as usize;
                 if o < nd {
                     onset_at[o].push(j as u32);
                 }

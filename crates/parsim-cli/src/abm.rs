@@ -411,9 +411,9 @@ pub struct Simulated {
     pub times: [f64; 4],
     /// Cut edges (each once), all ranks.
     pub cut_edges: u64,
-    /// Bytes this rank sent during the simulation.
+    /// Bytes all ranks sent during the simulation.
     pub bytes_sent: u64,
-    /// Bytes of this rank's local graph.
+    /// Bytes of the local graphs of all ranks.
     pub local_graph_bytes: u64,
 }
 
@@ -445,6 +445,10 @@ pub fn simulate<C: Comm>(comm: &C, setup: &AbmSetup, seed: u64, show_progress: b
         DistGraph::build(comm.rank(), comm.size(), &pop.graph, &owner)?
     };
     drop(owner);
+    let layout = {
+        let _c = comm.clock().enter(Phase::Compute);
+        seir::Layout::new(&g)
+    };
     let cut = comm.all_reduce(&[g.cut_edges() as u64], ReduceOp::Sum)?[0] / 2;
     let t_local = t2.elapsed().as_secs_f64();
     let cfg = SeirConfig { seed, ..setup.cfg.clone() };
@@ -454,19 +458,20 @@ pub fn simulate<C: Comm>(comm: &C, setup: &AbmSetup, seed: u64, show_progress: b
     let mut bar = Progress::new("days", u64::from(cfg.days), !show_progress || comm.rank() != 0)
         .every(std::time::Duration::from_millis(500));
     let mut report = |d: u32, _days: u32, _c: &parsim_abm::DayCounts| bar.set(u64::from(d));
-    let result = seir::run(comm, &pop, &g, &cfg, Some(&mut report));
+    let result = seir::run_on(comm, &pop, &layout, &cfg, Some(&mut report));
     bar.finish();
     let result = result?;
     comm.barrier()?;
     let t_sim = t3.elapsed().as_secs_f64();
-    let bytes_sent = comm.clock().report().traffic().bytes_sent - bytes0;
+    let mine = [comm.clock().report().traffic().bytes_sent - bytes0, (g.bytes() + layout.bytes()) as u64];
+    let sums = comm.all_reduce(&mine, ReduceOp::Sum)?;
     Ok(Simulated {
         result,
         population: pop,
         times: [t_pop, t_part, t_local, t_sim],
         cut_edges: cut,
-        bytes_sent,
-        local_graph_bytes: g.bytes() as u64,
+        bytes_sent: sums[0],
+        local_graph_bytes: sums[1],
     })
 }
 
@@ -484,7 +489,7 @@ pub fn run<C: Comm>(comm: &C, setup: &AbmSetup, ctx: &RunContext, out: &Path) ->
     let cfg = SeirConfig { seed: ctx.seed, ..setup.cfg.clone() };
     let res = &sim.result;
     let o = Outcome::of(res, &cfg);
-    let bytes = comm.all_reduce(&[sim.bytes_sent], ReduceOp::Sum)?[0];
+    let bytes = sim.bytes_sent;
     let pop = &sim.population;
     let n = pop.agents() as f64;
     let days = f64::from(cfg.days);

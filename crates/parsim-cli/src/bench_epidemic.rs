@@ -69,15 +69,15 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-fn row<C: Comm>(comm: &C, backend: &str, agents: usize, runs: &[Simulated], base: f64) -> Result<Row> {
+fn row(backend: &str, ranks: usize, agents: usize, runs: &[Simulated], base: f64) -> Row {
     let sim = median(runs.iter().map(|s| s.times[3]).collect());
     let setup = median(runs.iter().map(|s| s.times[1] + s.times[2]).collect());
     let r = &runs[0];
-    let bytes = comm.all_reduce(&[r.bytes_sent, r.local_graph_bytes], parsim_comm::ReduceOp::Sum)?;
+    let bytes = [r.bytes_sent, r.local_graph_bytes];
     let days = r.result.curve.len() as f64;
-    Ok(Row {
+    Row {
         backend: backend.to_string(),
-        ranks: comm.size(),
+        ranks,
         agents,
         simulation_s: sim,
         setup_s: setup,
@@ -90,7 +90,7 @@ fn row<C: Comm>(comm: &C, backend: &str, agents: usize, runs: &[Simulated], base
         graph_bytes_per_agent: bytes[1] as f64 / agents as f64,
         peak_rss_per_agent: abm::peak_rss().map_or(0.0, |b| b as f64 / agents as f64),
         digest: r.result.digest.to_string(),
-    })
+    }
 }
 
 fn print_header() {
@@ -162,8 +162,7 @@ pub fn run(a: Args) -> Result<()> {
             print_header();
             for (i, &r) in counts.iter().enumerate() {
                 let one = std::mem::take(&mut samples[i]);
-                let row = parsim_comm::launch(1, |comm| row(&comm, "threads", agents, &one, base))?.remove(0);
-                let row = Row { ranks: r, ..row };
+                let row = row("threads", r, agents, &one, base);
                 print_row(&row);
                 rows.push(row);
             }
@@ -200,7 +199,7 @@ fn run_mpi(setup: &AbmSetup, agents: usize, seed: u64, reps: usize) -> Result<Ve
         } else {
             0.0
         };
-        let r = row(&comm, "mpi", agents, &runs, base).map_err(|e| format!("{e:#}"))?;
+        let r = row("mpi", comm.size(), agents, &runs, base);
         if comm.rank() == 0 {
             print_header();
             print_row(&r);
