@@ -1,0 +1,4 @@
+//! Behaviour tests of sweeps.
+
+mod coverage;
+mod scheduling;

@@ -1,0 +1,109 @@
+//! The table does not depend on the number of workers or the executor;
+//! retries give first-try results; a resumed sweep equals an uninterrupted one.
+
+use parsim_comm::Comm;
+use parsim_core::rng::StreamKey;
+use parsim_sweep::{exec, spec, Metrics, Replications, Store, SweepSpec, Task};
+use serde_json::json;
+
+fn sweep(reps: Replications) -> SweepSpec {
+    SweepSpec {
+        points: spec::grid(&[
+            ("a".into(), vec![json!(1), json!(2), json!(3)]),
+            ("b".into(), vec![json!(0.5), json!(1.5)]),
+        ]),
+        replications: reps,
+        confidence: 0.95,
+        common_random_numbers: false,
+        retries: 2,
+        seed: 11,
+        faults: Vec::new(),
+    }
+}
+
+/// A model: a few exponential draws from the task's seed, scaled by the point.
+fn model(t: &Task, seed: u64) -> Result<Metrics, String> {
+    let mut s = StreamKey::new(seed).purpose("model").stream();
+    let mut x = 0.0;
+    for _ in 0..5 {
+        x += -(1.0 - s.uniform()).ln();
+    }
+    // Uneven task lengths, so that workers finish out of order.
+    std::thread::sleep(std::time::Duration::from_micros(s.below(300)));
+    Ok(Metrics::from([("x".to_string(), x * (1 + t.point) as f64), ("y".to_string(), (seed % 7) as f64)]))
+}
+
+#[test]
+fn the_table_is_the_same_for_any_worker_count_and_executor() {
+    for reps in
+        [Replications::Fixed(12), Replications::Until { metric: "x".into(), rel_halfwidth: 0.2, min: 4, max: 200 }]
+    {
+        let s = sweep(reps);
+        let want = exec::run_threads(&s, 1, &model, &mut Store::memory(), vec![], &|_| {}).unwrap();
+        for w in [2, 4, 8] {
+            let got = exec::run_threads(&s, w, &model, &mut Store::memory(), vec![], &|_| {}).unwrap();
+            assert_eq!(got.points, want.points, "{w} workers");
+        }
+        for ranks in [1, 2, 4] {
+            let got = parsim_comm::launch(ranks, |comm| {
+                exec::run_comm(&comm, &s, &model, &mut Store::memory(), vec![], &|_| {}).map(|o| (comm.rank(), o))
+            })
+            .unwrap();
+            assert_eq!(got[0].1.as_ref().unwrap().points, want.points, "master-worker on {ranks} ranks");
+        }
+    }
+}
+
+#[test]
+fn a_task_that_fails_once_is_retried_and_one_that_always_fails_is_reported() {
+    let clean = sweep(Replications::Fixed(8));
+    let want = exec::run_threads(&clean, 3, &model, &mut Store::memory(), vec![], &|_| {}).unwrap();
+    let flaky = SweepSpec { faults: vec![(2, 3, 1), (4, 0, 2)], ..clean.clone() };
+    let got = exec::run_threads(&flaky, 3, &model, &mut Store::memory(), vec![], &|_| {}).unwrap();
+    assert_eq!(got.points, want.points);
+    assert_eq!(got.failed_attempts, 3);
+    // Always failing (more failures than retries): reported, the sweep goes on.
+    let broken = SweepSpec { faults: vec![(1, 5, 99)], ..clean };
+    let got = exec::run_threads(&broken, 3, &model, &mut Store::memory(), vec![], &|_| {}).unwrap();
+    assert_eq!(got.points[1].failed.len(), 1);
+    assert!(got.points[1].failed[0].1.contains("injected fault"), "{:?}", got.points[1].failed);
+    assert_eq!(got.points[1].metrics["x"].n, 7);
+    assert_eq!(got.points[0], want.points[0]);
+}
+
+#[test]
+fn resuming_from_a_partial_log_gives_the_same_table() {
+    let dir = std::env::temp_dir().join(format!("parsim-sweep-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("tasks.jsonl");
+    let s = sweep(Replications::Until { metric: "x".into(), rel_halfwidth: 0.15, min: 4, max: 100 });
+    let want = exec::run_threads(&s, 2, &model, &mut Store::memory(), vec![], &|_| {}).unwrap();
+    let (mut store, _) = Store::open(&path, &s.fingerprint(), false, true).unwrap();
+    exec::run_threads(&s, 2, &model, &mut store, vec![], &|_| {}).unwrap();
+    // Keep the first third of the log and tear the next line in half.
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let keep = lines.len() / 3;
+    let mut cut = lines[..keep].join("\n");
+    cut.push('\n');
+    cut.push_str(&lines[keep][..lines[keep].len() / 2]);
+    std::fs::write(&path, cut).unwrap();
+    let (mut store, done) = Store::open(&path, &s.fingerprint(), true, true).unwrap();
+    assert_eq!(done.len(), keep - 1);
+    let got = exec::run_threads(&s, 2, &model, &mut store, done, &|_| {}).unwrap();
+    assert_eq!(got.points, want.points);
+    // Another sweep's log is refused.
+    let other = SweepSpec { seed: 12, ..s };
+    assert!(Store::open(&path, &other.fingerprint(), true, true).is_err());
+}
+
+#[test]
+fn bad_sweeps_name_the_key() {
+    let key = |s: SweepSpec| match s.check() {
+        Err(parsim_sweep::SweepError::Config { key, .. }) => key,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(key(sweep(Replications::Fixed(0))), "replications");
+    assert_eq!(key(SweepSpec { confidence: 1.0, ..sweep(Replications::Fixed(2)) }), "confidence");
+    assert_eq!(key(SweepSpec { points: vec![], ..sweep(Replications::Fixed(2)) }), "parameters");
+}
