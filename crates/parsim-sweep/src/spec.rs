@@ -84,7 +84,7 @@ impl SweepSpec {
                 Err(SweepError::Config { key: "replications".into(), msg: "must be at least 1".into() })
             }
             Replications::Until { rel_halfwidth, min, max, .. } => {
-                if !(*rel_halfwidth > 0.0) {
+                if rel_halfwidth.is_nan() || *rel_halfwidth <= 0.0 {
                     return Err(SweepError::Config { key: "until.rel_halfwidth".into(), msg: "must be > 0".into() });
                 }
                 if *min < 2 || max < min {
