@@ -486,6 +486,7 @@ pub fn peak_rss() -> Option<u64> {
 /// Runs the epidemic; rank 0 writes `curve.csv` and `epidemic.png` in `out`.
 pub fn run<C: Comm>(comm: &C, setup: &AbmSetup, ctx: &RunContext, out: &Path) -> Result<ModelOutput> {
     let sim = simulate(comm, setup, ctx.seed, ctx.progress)?;
+    let quiet_theory = !ctx.outputs;
     let cfg = SeirConfig { seed: ctx.seed, ..setup.cfg.clone() };
     let res = &sim.result;
     let o = Outcome::of(res, &cfg);
@@ -498,7 +499,8 @@ pub fn run<C: Comm>(comm: &C, setup: &AbmSetup, ctx: &RunContext, out: &Path) ->
         .map(|(k, count, a)| json!({"degree": k, "agents": count, "attack_rate": a}))
         .collect();
     let last = res.curve.last().copied().unwrap_or_default();
-    let theory = (pop.layers.len() == 1).then(|| Theory::predict(&pop.graph_degree_counts(), cfg.beta, cfg.variant));
+    let theory = (pop.layers.len() == 1 && !quiet_theory)
+        .then(|| Theory::predict(&pop.graph_degree_counts(), cfg.beta, cfg.variant));
     let mut metrics = json!({
         "agents": pop.agents(),
         "edges": pop.graph.edges(),
@@ -538,7 +540,7 @@ pub fn run<C: Comm>(comm: &C, setup: &AbmSetup, ctx: &RunContext, out: &Path) ->
             "generation_interval": th.generation_interval,
         });
     }
-    if comm.rank() == 0 {
+    if comm.rank() == 0 && ctx.outputs {
         let _io = comm.clock().enter(Phase::Io);
         std::fs::create_dir_all(out).map_err(|e| anyhow::anyhow!("creating {}: {e}", out.display()))?;
         let mut csv = String::from("day,S,E,I,R,V,new_infections,isolated\n");

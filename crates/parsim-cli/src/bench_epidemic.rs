@@ -9,6 +9,7 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
+#[cfg(feature = "mpi")]
 use parsim_comm::Comm;
 use serde::Serialize;
 

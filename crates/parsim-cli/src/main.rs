@@ -17,6 +17,7 @@ mod progress;
 mod ring;
 mod runner;
 mod scenario;
+mod sweep_cmd;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -116,6 +117,26 @@ enum Command {
         /// Print a JSON report.
         #[arg(long)]
         json: bool,
+    },
+    /// Run a scenario's [sweep]: replications and parameter points, with statistics per point.
+    Sweep {
+        /// The scenario file (TOML) with a [sweep] table.
+        scenario: PathBuf,
+        /// Worker threads (default: [sweep] workers, or the number of cores).
+        #[arg(long)]
+        workers: Option<usize>,
+        /// threads (default) or mpi (master-worker under mpirun).
+        #[arg(long, default_value = "threads")]
+        backend: String,
+        /// Output directory (default: out/NAME).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Continue an interrupted sweep from DIR/tasks.jsonl.
+        #[arg(long)]
+        resume: bool,
+        /// Override a scenario key: --set table.key=value (repeatable).
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
     },
     /// Version, backends compiled in, cores, MPI library.
     Info,
@@ -338,6 +359,14 @@ fn main() -> ExitCode {
                     stream,
                 })
             }
+        }
+        Command::Sweep { scenario, workers, backend, out, resume, set } => {
+            parse_backend(&backend, "--backend").map_err(anyhow::Error::from).and_then(|backend| {
+                if workers == Some(0) {
+                    return Err(InputError::flag("--workers 0", "at least one worker").into());
+                }
+                sweep_cmd::run(sweep_cmd::SweepArgs { scenario, workers, backend, out, resume, set })
+            })
         }
         Command::Info => {
             cmd_info();

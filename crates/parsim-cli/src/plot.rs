@@ -11,7 +11,7 @@ use crate::runner::write_atomic;
 
 const W: usize = 900;
 const H: usize = 480;
-const LEFT: usize = 60;
+const LEFT: usize = 70;
 const RIGHT: usize = 110;
 const TOP: usize = 20;
 const BOTTOM: usize = 40;
@@ -30,6 +30,9 @@ fn glyph(c: char) -> [u8; 5] {
         '8' => [7, 5, 7, 5, 7],
         '9' => [7, 5, 7, 1, 7],
         '%' => [5, 1, 2, 4, 5],
+        '.' => [0, 0, 0, 0, 2],
+        '-' => [0, 0, 7, 0, 0],
+        'e' => [0, 7, 7, 4, 7],
         'S' => [7, 4, 7, 1, 7],
         'E' => [7, 4, 7, 4, 7],
         'I' => [7, 2, 2, 2, 7],
@@ -141,6 +144,79 @@ pub fn epidemic_png(path: &Path, curve: &[DayCounts], n: u64) -> Result<()> {
             "Description".into(),
             "parsim epidemic curve: share of agents in S, E, I, R, V by day".into(),
         )?;
+        let mut wr = enc.write_header()?;
+        wr.write_image_data(&cv.px)?;
+    }
+    write_atomic(path, &out)
+}
+
+/// Writes a 1-D sweep's plot: the mean of a metric against the parameter
+/// (points joined by a line) inside its confidence band, to `path`.
+pub fn sweep_png(path: &Path, pts: &[(f64, f64, f64, f64)]) -> Result<()> {
+    let mut cv = Canvas { px: vec![255u8; W * H * 3] };
+    let (pw, ph) = ((W - LEFT - RIGHT) as f64, (H - TOP - BOTTOM) as f64);
+    let fin = |v: f64| v.is_finite();
+    let xs = pts.iter().map(|p| p.0);
+    let (x0, x1) = (xs.clone().fold(f64::INFINITY, f64::min), xs.fold(f64::NEG_INFINITY, f64::max));
+    let ys = pts.iter().flat_map(|p| [p.1, p.2, p.3]).filter(|v| fin(*v));
+    let (y0, y1) = (ys.clone().fold(f64::INFINITY, f64::min).min(0.0), ys.fold(f64::NEG_INFINITY, f64::max));
+    let (sx, sy) = ((x1 - x0).max(1e-300), (y1 - y0).max(1e-300));
+    let xof = |x: f64| LEFT as f64 + pw * (x - x0) / sx;
+    let yof = |y: f64| TOP as f64 + ph * (1.0 - (y - y0) / sy);
+    let black = [0, 0, 0];
+    let grey = [200, 200, 200];
+    let label = |v: f64| {
+        let t = format!("{v:.3}");
+        if t.len() > 7 {
+            format!("{v:.2e}")
+        } else {
+            t
+        }
+    };
+    for k in 0..=5 {
+        let y = TOP as f64 + ph * k as f64 / 5.0;
+        cv.line((LEFT as f64, y), ((W - RIGHT) as f64, y), if k == 5 { black } else { grey });
+        cv.text(4, (y as usize).saturating_sub(5), &label(y1 - sy * k as f64 / 5.0), 2, black);
+    }
+    for k in 0..=4 {
+        let x = x0 + sx * k as f64 / 4.0;
+        cv.text((xof(x) as usize).saturating_sub(12), H - BOTTOM + 8, &label(x), 2, black);
+    }
+    cv.line((LEFT as f64, TOP as f64), (LEFT as f64, (H - BOTTOM) as f64), black);
+    // The band: vertical strokes between consecutive points, interpolated.
+    let band = [198, 219, 239];
+    for w in pts.windows(2) {
+        let (a, b) = (w[0], w[1]);
+        if !(fin(a.2) && fin(a.3) && fin(b.2) && fin(b.3)) {
+            continue;
+        }
+        let (xa, xb) = (xof(a.0), xof(b.0));
+        let steps = (xb - xa).abs().ceil().max(1.0) as usize;
+        for s in 0..=steps {
+            let f = s as f64 / steps as f64;
+            let x = xa + f * (xb - xa);
+            let (lo, hi) = (a.2 + f * (b.2 - a.2), a.3 + f * (b.3 - a.3));
+            cv.line((x, yof(hi)), (x, yof(lo)), band);
+        }
+    }
+    let blue = [31, 119, 180];
+    for w in pts.windows(2) {
+        cv.line((xof(w[0].0), yof(w[0].1)), (xof(w[1].0), yof(w[1].1)), blue);
+    }
+    for p in pts {
+        let (x, y) = (xof(p.0), yof(p.1));
+        for d in -3i32..=3 {
+            cv.set((x + f64::from(d)) as usize, y as usize, black);
+            cv.set(x as usize, (y + f64::from(d)) as usize, black);
+        }
+    }
+    let mut out = Vec::new();
+    {
+        let mut enc = png::Encoder::new(&mut out, W as u32, H as u32);
+        enc.set_color(png::ColorType::Rgb);
+        enc.set_depth(png::BitDepth::Eight);
+        let note = format!("parsim sweep: mean and confidence band; x from {x0} to {x1}, y from {y0} to {y1}");
+        enc.add_text_chunk("Description".into(), note)?;
         let mut wr = enc.write_header()?;
         wr.write_image_data(&cv.px)?;
     }

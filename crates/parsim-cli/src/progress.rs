@@ -57,6 +57,16 @@ impl Progress {
         self
     }
 
+    /// Changes the total (work whose size becomes known as it runs).
+    pub fn set_total(&mut self, total: u64) {
+        if total != self.total {
+            self.total = total;
+            if let Some(b) = &self.bar {
+                b.set_length(total);
+            }
+        }
+    }
+
     /// Sets the amount done.
     pub fn set(&mut self, done: u64) {
         if self.quiet {

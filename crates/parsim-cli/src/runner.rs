@@ -33,6 +33,8 @@ pub struct RunContext {
     pub progress: bool,
     /// Whether to print analytic checks beside the results (`--verify`).
     pub verify: bool,
+    /// Whether the model writes its own files and summary lines (off inside sweeps).
+    pub outputs: bool,
 }
 
 /// The models the binary knows.
@@ -61,7 +63,7 @@ impl Model {
         }
     }
 
-    fn run<C: Comm>(&self, comm: &C, ctx: &RunContext, out: &Path) -> Result<ModelOutput> {
+    pub(crate) fn run<C: Comm>(&self, comm: &C, ctx: &RunContext, out: &Path) -> Result<ModelOutput> {
         Ok(match self {
             Model::Ring(cfg) => ring::run(comm, cfg, ctx)?,
             Model::Grid(cfg) => grid::run(comm, cfg, ctx, out)?,
@@ -141,6 +143,9 @@ pub fn plan(
     trace: Option<PathBuf>,
     ranks_from_flag: bool,
 ) -> Result<RunPlan, InputError> {
+    if sc.has_table("sweep") {
+        return Err(sc.error_at("sweep", "", "this scenario describes a sweep: run it with `parsim sweep`"));
+    }
     let mut run = sc.section("run", true)?;
     let model = run.choice("model", None, &["ring", "grid", "phold", "queues", "epidemic"])?;
     let seed = run.int("seed", Some(0), 0..=u64::MAX)?;
@@ -199,7 +204,7 @@ pub struct Finished {
 fn run_rank<C: Comm>(comm: C, plan: &RunPlan) -> Result<Option<Finished>> {
     comm.barrier()?;
     let t0 = Instant::now();
-    let ctx = RunContext { seed: plan.seed, progress: true, verify: plan.verify };
+    let ctx = RunContext { seed: plan.seed, progress: true, verify: plan.verify, outputs: true };
     let out = plan.model.run(&comm, &ctx, &plan.out)?;
     comm.barrier()?;
     let wall_s = t0.elapsed().as_secs_f64();

@@ -161,6 +161,11 @@ impl Scenario {
         InputError { place, msg }
     }
 
+    /// Whether the scenario has a table `[name]` that no section has claimed.
+    pub fn has_table(&self, name: &str) -> bool {
+        self.root.contains_key(name) && !self.claimed.contains(name)
+    }
+
     /// The table `[name]` for validation; `required` makes a missing table an error.
     pub fn section(&mut self, name: &str, required: bool) -> Result<Section<'_>, InputError> {
         self.claimed.insert(name.to_string());

@@ -101,11 +101,12 @@ impl SweepSpec {
 
     /// The seed of `task`'s run: a pure function of (sweep seed, point,
     /// replication) — of the replication alone with common random numbers —
-    /// never of the worker or the attempt.
+    /// never of the worker or the attempt. 63 bits, so that it is a valid
+    /// TOML integer.
     pub fn task_seed(&self, task: &Task) -> u64 {
         let point = if self.common_random_numbers { 0 } else { task.point as u64 + 1 };
         let mut s = StreamKey::new(self.seed).purpose("parsim.sweep").with(point).with(task.replication).stream();
-        rand_core::RngCore::next_u64(&mut s)
+        rand_core::RngCore::next_u64(&mut s) >> 1
     }
 
     /// A fingerprint of everything that determines the results (checked on `--resume`).

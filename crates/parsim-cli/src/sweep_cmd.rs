@@ -1,0 +1,519 @@
+//! `parsim sweep SCENARIO.toml`: the scenario's `[sweep]` table describes
+//! the points and replications; every task runs the scenario's model on one
+//! rank with the point's values and a seed keyed by (seed, point,
+//! replication). Writes `DIR/tasks.jsonl` (as tasks finish), then
+//! `results.csv`, `results.json` and, for one swept parameter, `sweep.png`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use anyhow::Result;
+use parsim_sweep::{exec, spec, Metrics, Replications, Store, SweepOutcome, SweepSpec, Task};
+use serde_json::{json, Value as Json};
+use toml::Value;
+
+use crate::progress::Progress;
+use crate::runner::{self, write_atomic, Backend, RunContext};
+use crate::scenario::{InputError, Scenario, Section};
+
+/// The flags of `parsim sweep`.
+pub struct SweepArgs {
+    /// The scenario.
+    pub scenario: PathBuf,
+    /// Workers (threads backend).
+    pub workers: Option<usize>,
+    /// The backend.
+    pub backend: Backend,
+    /// Output directory.
+    pub out: Option<PathBuf>,
+    /// Continue from DIR/tasks.jsonl.
+    pub resume: bool,
+    /// `--set` overrides.
+    pub set: Vec<String>,
+}
+
+fn to_json(v: &Value) -> Json {
+    match v {
+        Value::Integer(i) => json!(i),
+        Value::Float(f) => json!(f),
+        Value::Boolean(b) => json!(b),
+        Value::String(s) => json!(s),
+        other => json!(other.to_string()),
+    }
+}
+
+fn to_toml(v: &Json) -> Value {
+    match v {
+        Json::Number(n) if n.is_i64() => Value::Integer(n.as_i64().expect("i64")),
+        Json::Number(n) => Value::Float(n.as_f64().unwrap_or(f64::NAN)),
+        Json::Bool(b) => Value::Boolean(*b),
+        Json::String(s) => Value::String(s.clone()),
+        other => Value::String(other.to_string()),
+    }
+}
+
+fn number(t: &Section<'_>, key: &str, tb: &toml::Table, name: &str) -> Result<Option<f64>, InputError> {
+    match tb.get(name) {
+        None => Ok(None),
+        Some(Value::Integer(i)) => Ok(Some(*i as f64)),
+        Some(Value::Float(f)) => Ok(Some(*f)),
+        Some(o) => Err(t.error(&format!("{key}.{name}"), format!("expected a number, found {o}"))),
+    }
+}
+
+/// The values of one swept parameter: a list, or { start, stop, step }, or { start, stop, num, log }.
+fn values(t: &Section<'_>, key: &str, v: &Value) -> Result<Vec<Json>, InputError> {
+    let k = format!("parameters.{key}");
+    let out: Vec<Json> = match v {
+        Value::Array(a) => a.iter().map(to_json).collect(),
+        Value::Table(tb) => {
+            for name in tb.keys() {
+                if !["start", "stop", "step", "num", "log"].contains(&name.as_str()) {
+                    return Err(t.error(&k, format!("unknown key {name}; a range takes start, stop, step or num, log")));
+                }
+            }
+            let start = number(t, &k, tb, "start")?.ok_or_else(|| t.error(&k, "a range needs start"))?;
+            let stop = number(t, &k, tb, "stop")?.ok_or_else(|| t.error(&k, "a range needs stop"))?;
+            let ints = matches!(tb.get("start"), Some(Value::Integer(_)))
+                && matches!(tb.get("stop"), Some(Value::Integer(_)))
+                && !matches!(tb.get("step"), Some(Value::Float(_)));
+            if let Some(num) = number(t, &k, tb, "num")? {
+                if num < 1.0 || num.fract() != 0.0 {
+                    return Err(t.error(&k, format!("num must be a whole number ≥ 1, found {num}")));
+                }
+                let log = tb.get("log").and_then(Value::as_bool).unwrap_or(false);
+                if log && (start <= 0.0 || stop <= 0.0) {
+                    return Err(t.error(&k, "a log-spaced range needs start > 0 and stop > 0"));
+                }
+                let n = num as usize;
+                (0..n)
+                    .map(|i| {
+                        let f = if n == 1 { 0.0 } else { i as f64 / (n - 1) as f64 };
+                        json!(if log {
+                            (start.ln() + f * (stop.ln() - start.ln())).exp()
+                        } else {
+                            start + f * (stop - start)
+                        })
+                    })
+                    .collect()
+            } else {
+                let step = number(t, &k, tb, "step")?.ok_or_else(|| t.error(&k, "a range needs step (or num)"))?;
+                if step == 0.0 || (stop - start) * step < 0.0 {
+                    return Err(t.error(&k, format!("step {step} never goes from {start} to {stop}")));
+                }
+                let n = ((stop - start) / step + 1e-9).floor() as usize + 1;
+                if n > 1_000_000 {
+                    return Err(t.error(&k, format!("{n} values: too many")));
+                }
+                (0..n)
+                    .map(|i| {
+                        let x = start + i as f64 * step;
+                        if ints {
+                            json!(x.round() as i64)
+                        } else {
+                            json!(x)
+                        }
+                    })
+                    .collect()
+            }
+        }
+        other => return Err(t.error(&k, format!("expected a list or a range table, found {other}"))),
+    };
+    if out.is_empty() {
+        return Err(t.error(&k, "an empty list of values"));
+    }
+    Ok(out)
+}
+
+/// Reads `[sweep]` into a spec (its seed from `[run] seed`) and the default worker count.
+type SweepSetup = (SweepSpec, Option<usize>, Option<Vec<String>>);
+
+fn read_sweep(sc: &mut Scenario, seed: u64) -> Result<SweepSetup, InputError> {
+    let mut t = sc.section("sweep", true)?;
+    let metrics = match t.raw("metrics") {
+        None => None,
+        Some(Value::Array(a)) if !a.is_empty() => Some(
+            a.iter()
+                .map(|v| v.as_str().map(str::to_string).ok_or_else(|| t.error("metrics", "expected metric names")))
+                .collect::<Result<Vec<_>, _>>()?,
+        ),
+        Some(_) => return Err(t.error("metrics", "expected a non-empty list of metric names")),
+    };
+    let confidence = t.float("confidence", 0.95, 0.0..=1.0)?;
+    if confidence <= 0.0 || confidence >= 1.0 {
+        return Err(t.error("confidence", format!("expected a level strictly between 0 and 1, found {confidence}")));
+    }
+    let crn = t.boolean("common_random_numbers", true)?;
+    let retries = t.int("retries", Some(2), 0..=1000)? as u32;
+    let workers = t.int("workers", Some(0), 0..=4096)? as usize;
+    let params = match t.raw("parameters") {
+        Some(Value::Table(tb)) => tb,
+        Some(o) => return Err(t.error("parameters", format!("expected a table of scenario keys, found {o}"))),
+        None => return Err(t.error("parameters", "missing; e.g. parameters = { \"abm.beta\" = [0.03, 0.05] }")),
+    };
+    if params.is_empty() {
+        return Err(t.error("parameters", "no parameters to sweep"));
+    }
+    let points = match t.raw("latin_hypercube") {
+        None => {
+            let mut lists = Vec::new();
+            for (k, v) in &params {
+                lists.push((k.clone(), values(&t, k, v)?));
+            }
+            spec::grid(&lists)
+        }
+        Some(v) => {
+            let n = v
+                .get("points")
+                .and_then(Value::as_integer)
+                .filter(|&n| n >= 1)
+                .ok_or_else(|| t.error("latin_hypercube", "expected { points = N } with N ≥ 1"))?;
+            let mut ranges = Vec::new();
+            for (k, v) in &params {
+                let r = v.as_array().filter(|a| a.len() == 2).and_then(|a| {
+                    let f = |x: &Value| x.as_float().or(x.as_integer().map(|i| i as f64));
+                    Some((f(&a[0])?, f(&a[1])?))
+                });
+                let (lo, hi) =
+                    r.ok_or_else(|| t.error(&format!("parameters.{k}"), "a Latin hypercube takes [low, high] ranges"))?;
+                ranges.push((k.clone(), lo, hi));
+            }
+            spec::latin_hypercube(&ranges, n as usize, seed)
+        }
+    };
+    let replications = match (t.raw("replications"), t.raw("until")) {
+        (Some(_), Some(_)) => return Err(t.error("until", "give replications or until, not both")),
+        (None, None) => return Err(t.error("replications", "missing; give replications = R or until = { … }")),
+        (Some(Value::Integer(r)), None) if r >= 1 => Replications::Fixed(r as u64),
+        (Some(v), None) => return Err(t.error("replications", format!("expected an integer ≥ 1, found {v}"))),
+        (None, Some(Value::Table(u))) => {
+            for name in u.keys() {
+                if !["metric", "rel_halfwidth", "confidence", "min", "max"].contains(&name.as_str()) {
+                    return Err(t.error(
+                        "until",
+                        format!("unknown key {name}; until takes metric, rel_halfwidth, confidence, min, max"),
+                    ));
+                }
+            }
+            let metric = u.get("metric").and_then(Value::as_str).ok_or_else(|| t.error("until.metric", "missing"))?;
+            let rel =
+                number(&t, "until", &u, "rel_halfwidth")?.ok_or_else(|| t.error("until.rel_halfwidth", "missing"))?;
+            if rel <= 0.0 {
+                return Err(t.error("until.rel_halfwidth", format!("must be > 0, found {rel}")));
+            }
+            let min = number(&t, "until", &u, "min")?.unwrap_or(5.0);
+            let max = number(&t, "until", &u, "max")?.unwrap_or(10_000.0);
+            if min < 2.0 || max < min {
+                return Err(t.error("until.max", format!("need 2 ≤ min ≤ max, found min {min}, max {max}")));
+            }
+            if let Some(c) = number(&t, "until", &u, "confidence")? {
+                if c <= 0.0 || c >= 1.0 {
+                    return Err(
+                        t.error("until.confidence", format!("expected a level strictly between 0 and 1, found {c}"))
+                    );
+                }
+            }
+            Replications::Until { metric: metric.to_string(), rel_halfwidth: rel, min: min as u64, max: max as u64 }
+        }
+        (None, Some(v)) => return Err(t.error("until", format!("expected {{ metric, rel_halfwidth, … }}, found {v}"))),
+    };
+    let confidence = match t.raw("until") {
+        Some(Value::Table(u)) => u.get("confidence").and_then(|c| c.as_float()).unwrap_or(confidence),
+        _ => confidence,
+    };
+    let faults = match t.raw("inject_faults") {
+        None => Vec::new(),
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|f| {
+                let x: Option<Vec<i64>> = f.as_array().map(|v| v.iter().filter_map(Value::as_integer).collect());
+                match x.as_deref() {
+                    Some(&[p, r, k]) if p >= 0 && r >= 0 && k >= 0 => Ok((p as usize, r as u64, k as u32)),
+                    _ => Err(t.error("inject_faults", "expected [[point, replication, failing attempts], …]")),
+                }
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err(t.error("inject_faults", "expected [[point, replication, failing attempts], …]")),
+    };
+    t.finish()?;
+    let spec = SweepSpec { points, replications, confidence, common_random_numbers: crn, retries, seed, faults };
+    let metrics = match (&spec.replications, metrics) {
+        (Replications::Until { metric, .. }, Some(mut m)) if !m.contains(metric) => {
+            m.push(metric.clone());
+            Some(m)
+        }
+        (_, m) => m,
+    };
+    Ok((spec, (workers > 0).then_some(workers), metrics))
+}
+
+/// The scenario of one task: the point's values, the task's seed, one rank.
+fn task_scenario(base: &Scenario, spec: &SweepSpec, task: &Task, seed: u64) -> Scenario {
+    let mut sc = base.clone();
+    for (key, v) in &spec.points[task.point].values {
+        if let Some((table, field)) = key.split_once('.') {
+            sc.set_value(table, field, to_toml(v));
+        }
+    }
+    sc.set_value("run", "seed", Value::Integer(seed as i64));
+    sc.set_value("run", "ranks", Value::Integer(1));
+    sc.set_value("run", "backend", Value::String("threads".into()));
+    sc
+}
+
+/// Timings and rates: they differ from run to run, so they stay out of the
+/// table unless asked for by name.
+fn is_timing(name: &str) -> bool {
+    name.ends_with("_s") || name.contains("per_s") || name.contains("rss")
+}
+
+/// Runs one task in this process and returns its top-level numeric metrics
+/// (those in `wanted`, or every one but timings).
+fn run_task(
+    base: &Scenario,
+    spec: &SweepSpec,
+    wanted: Option<&[String]>,
+    task: &Task,
+    seed: u64,
+    scratch: &Path,
+) -> Result<Metrics, String> {
+    let mut sc = task_scenario(base, spec, task, seed);
+    let plan = runner::plan(&mut sc, Some(scratch.to_path_buf()), None, false).map_err(|e| e.to_string())?;
+    let ctx = RunContext { seed, progress: false, verify: false, outputs: false };
+    let out = parsim_comm::launch(1, |comm| plan.model.run(&comm, &ctx, &plan.out).map_err(|e| format!("{e:#}")))
+        .map_err(|e| e.to_string())?
+        .remove(0);
+    let mut m = Metrics::new();
+    if let Some(obj) = out.metrics.as_object() {
+        for (k, v) in obj {
+            if let Some(x) = v.as_f64() {
+                if wanted.map_or(!is_timing(k), |w| w.iter().any(|n| n == k)) {
+                    m.insert(k.clone(), x);
+                }
+            }
+        }
+    }
+    // The stopping rule's metric must be there; others may be missing (a null in the model's metrics).
+    if let Replications::Until { metric, .. } = &spec.replications {
+        if let Some(missing) = Some(metric).filter(|n| !m.contains_key(*n)) {
+            return Err(format!(
+                "the model reports no numeric metric \"{missing}\" (it has {:?})",
+                m.keys().collect::<Vec<_>>()
+            ));
+        }
+    }
+    Ok(m)
+}
+
+fn fmt(x: f64) -> String {
+    if x.is_finite() {
+        format!("{x}")
+    } else {
+        String::new()
+    }
+}
+
+/// `results.csv`: one row per point in point order.
+fn csv(spec: &SweepSpec, o: &SweepOutcome) -> String {
+    let keys: Vec<&String> = spec.points[0].values.iter().map(|(k, _)| k).collect();
+    let metrics: std::collections::BTreeSet<&String> = o.points.iter().flat_map(|p| p.metrics.keys()).collect();
+    let mut s = String::from("point");
+    for k in &keys {
+        s += &format!(",{k}");
+    }
+    s += ",replications,failed";
+    for m in &metrics {
+        for f in ["n", "mean", "sd", "se", "ci_low", "ci_high", "min", "max", "p10", "p50", "p90"] {
+            s += &format!(",{m}.{f}");
+        }
+    }
+    s.push('\n');
+    for p in &o.points {
+        s += &p.point.index.to_string();
+        for (_, v) in &p.point.values {
+            s += &format!(",{}", v.as_str().map_or_else(|| v.to_string(), str::to_string));
+        }
+        s += &format!(",{},{}", p.replications, p.failed.len());
+        for m in &metrics {
+            match p.metrics.get(*m) {
+                Some(x) => {
+                    s += &format!(",{}", x.n);
+                    for v in [
+                        x.mean,
+                        x.sd,
+                        x.se,
+                        x.ci_low,
+                        x.ci_high,
+                        x.min,
+                        x.max,
+                        x.quantiles[0],
+                        x.quantiles[1],
+                        x.quantiles[2],
+                    ] {
+                        s += &format!(",{}", fmt(v));
+                    }
+                }
+                None => s += &",".repeat(11),
+            }
+        }
+        s.push('\n');
+    }
+    s
+}
+
+/// Runs the sweep.
+pub fn run(a: SweepArgs) -> Result<()> {
+    let mut sc = Scenario::load(&a.scenario)?;
+    for s in &a.set {
+        sc.set(s)?;
+    }
+    let seed = {
+        let t = sc.clone();
+        let mut probe = t;
+        let mut r = probe.section("run", true)?;
+        r.int("seed", Some(0), 0..=u64::MAX)?
+    };
+    let (spec, workers_key, wanted) = read_sweep(&mut sc, seed)?;
+    spec.check().map_err(|e| InputError { place: sc.path().display().to_string(), msg: format!("[sweep] {e}") })?;
+    let stem = a.scenario.file_stem().map_or_else(|| "sweep".to_string(), |s| s.to_string_lossy().into_owned());
+    let out = a.out.clone().unwrap_or_else(|| PathBuf::from("out").join(stem));
+    let scratch = out.join("scratch");
+    // Every swept key must be a key of the scenario: plan the first point.
+    {
+        let task = Task { point: 0, replication: 0, attempt: 0 };
+        let mut probe = task_scenario(&sc, &spec, &task, 0);
+        runner::plan(&mut probe, Some(scratch.clone()), None, false).map_err(|e| {
+            let keys: Vec<&str> = spec.points[0].values.iter().map(|(k, _)| k.as_str()).collect();
+            InputError {
+                place: sc.path().display().to_string(),
+                msg: format!("[sweep] parameters {keys:?} do not fit the scenario: {e}"),
+            }
+        })?;
+    }
+    if let Replications::Until { metric, .. } = &spec.replications {
+        if metric.is_empty() {
+            return Err(InputError::flag("[sweep] until.metric", "empty").into());
+        }
+    }
+    std::fs::create_dir_all(&out)?;
+    let log = out.join("tasks.jsonl");
+    let workers =
+        a.workers.or(workers_key).unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let runner = |t: &Task, s: u64| run_task(&sc, &spec, wanted.as_deref(), t, s, &scratch);
+    let total = match &spec.replications {
+        Replications::Fixed(r) => r * spec.points.len() as u64,
+        Replications::Until { max, .. } => max * spec.points.len() as u64,
+    };
+    let outcome = match a.backend {
+        Backend::Threads => {
+            let (mut store, done) = Store::open(&log, &spec.fingerprint(), a.resume, true)?;
+            if a.resume {
+                eprintln!("resuming: {} tasks already in {}", done.len(), log.display());
+            }
+            let bar = Mutex::new(Progress::new("tasks", total, false));
+            let progress = |st: parsim_sweep::Status| {
+                if let Ok(mut b) = bar.lock() {
+                    b.set_total(st.total);
+                    b.set(st.done);
+                }
+            };
+            let o = exec::run_threads(&spec, workers, &runner, &mut store, done, &progress)?;
+            bar.into_inner().map(|mut b| b.finish()).ok();
+            Some(o)
+        }
+        Backend::Mpi => run_mpi(&spec, &runner, &log, a.resume, total)?,
+    };
+    let Some(o) = outcome else { return Ok(()) };
+    write_outputs(&spec, &o, &out)?;
+    let _ = std::fs::remove_dir_all(&scratch);
+    Ok(())
+}
+
+fn write_outputs(spec: &SweepSpec, o: &SweepOutcome, out: &Path) -> Result<()> {
+    write_atomic(&out.join("results.csv"), csv(spec, o).as_bytes())?;
+    let json = json!({ "sweep": spec, "points": o.points, "failed_attempts": o.failed_attempts });
+    write_atomic(&out.join("results.json"), serde_json::to_string_pretty(&json)?.as_bytes())?;
+    let watched = match &spec.replications {
+        Replications::Until { metric, .. } => Some(metric.clone()),
+        Replications::Fixed(_) => o.points.first().and_then(|p| p.metrics.keys().next().cloned()),
+    };
+    let one_d = spec.points[0].values.len() == 1;
+    if let (true, Some(m)) = (one_d, &watched) {
+        let pts: Vec<(f64, f64, f64, f64)> = o
+            .points
+            .iter()
+            .filter_map(|p| {
+                let x = p.point.values[0].1.as_f64()?;
+                let s = p.metrics.get(m)?;
+                Some((x, s.mean, s.ci_low, s.ci_high))
+            })
+            .collect();
+        if !pts.is_empty() {
+            crate::plot::sweep_png(&out.join("sweep.png"), &pts)?;
+        }
+    }
+    let failed: usize = o.points.iter().map(|p| p.failed.len()).sum();
+    println!(
+        "sweep: {} points, {} tasks counted, {} failed attempts ({} tasks failed for good) → {}",
+        o.points.len(),
+        o.points.iter().map(|p| p.replications).sum::<u64>(),
+        o.failed_attempts,
+        failed,
+        out.join("results.csv").display()
+    );
+    if let Some(m) = watched {
+        for p in &o.points {
+            if let Some(s) = p.metrics.get(&m) {
+                let vals: Vec<String> = p.point.values.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+                println!(
+                    "  {:<28} {m}: {:.5} ± {:.5} ({}% CI, n = {})",
+                    vals.join(", "),
+                    s.mean,
+                    s.half_width(),
+                    (spec.confidence * 100.0).round(),
+                    s.n
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(feature = "mpi")]
+fn run_mpi(
+    spec: &SweepSpec,
+    runner: &(dyn Fn(&Task, u64) -> Result<Metrics, String> + Sync),
+    log: &Path,
+    resume: bool,
+    total: u64,
+) -> Result<Option<SweepOutcome>> {
+    use parsim_comm::Comm;
+    Ok(parsim_comm::mpi::launch(|comm| {
+        let (mut store, done) = if comm.rank() == 0 {
+            Store::open(log, &spec.fingerprint(), resume, true).map_err(|e| e.to_string())?
+        } else {
+            (Store::memory(), Vec::new())
+        };
+        let bar = Mutex::new(Progress::new("tasks", total, comm.rank() != 0));
+        let progress = |st: parsim_sweep::Status| {
+            if let Ok(mut b) = bar.lock() {
+                b.set_total(st.total);
+                b.set(st.done);
+            }
+        };
+        let o = exec::run_comm(&comm, spec, runner, &mut store, done, &progress).map_err(|e| e.to_string())?;
+        bar.into_inner().map(|mut b| b.finish()).ok();
+        Ok::<_, String>(o)
+    })?)
+}
+
+#[cfg(not(feature = "mpi"))]
+fn run_mpi(
+    _spec: &SweepSpec,
+    _runner: &(dyn Fn(&Task, u64) -> Result<Metrics, String> + Sync),
+    _log: &Path,
+    _resume: bool,
+    _total: u64,
+) -> Result<Option<SweepOutcome>> {
+    Err(InputError::flag("--backend mpi", "this parsim was built without MPI; rebuild with --features mpi").into())
+}
