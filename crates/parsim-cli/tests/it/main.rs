@@ -7,4 +7,5 @@ mod grid;
 mod partition;
 mod ring;
 mod support;
+mod sweep;
 mod trace;

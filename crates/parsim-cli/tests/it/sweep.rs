@@ -1,0 +1,156 @@
+//! `parsim sweep`: the same table for any worker count and under mpirun;
+//! retries; a really interrupted sweep resumed; bad sweeps exit 2.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use crate::support::{parsim, root, scenario, tmp};
+
+const BASE: &str = "[run]\nmodel = \"epidemic\"\nseed = 3\n\n[abm]\npopulation = \"er\"\nagents = 4000\nmean_degree = 10\ngraph_seed = 5\ndays = 100\n\n";
+
+fn sweep_file(dir: &Path, name: &str, sweep: &str) -> PathBuf {
+    scenario(dir, name, &format!("{BASE}[sweep]\n{sweep}\n"))
+}
+
+fn run_sweep(file: &Path, out: &Path, extra: &[&str]) -> String {
+    let mut args = vec!["sweep", file.to_str().unwrap(), "--out", out.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let o = parsim(&args);
+    assert!(o.status.success(), "parsim {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    std::fs::read_to_string(out.join("results.csv")).expect("results.csv")
+}
+
+const UNTIL: &str = "parameters = { \"abm.beta\" = [0.04, 0.06, 0.08] }\nuntil = { metric = \"attack_rate\", rel_halfwidth = 0.01, min = 4, max = 40 }\nmetrics = [\"attack_rate\", \"peak_day\"]";
+
+#[test]
+fn the_table_is_the_same_for_1_2_and_4_workers_and_has_its_files() {
+    let dir = tmp("sweep-workers");
+    let f = sweep_file(&dir, "s.toml", UNTIL);
+    let want = run_sweep(&f, &dir.join("w1"), &["--workers", "1"]);
+    for w in ["2", "4"] {
+        assert_eq!(run_sweep(&f, &dir.join(w), &["--workers", w]), want, "{w} workers");
+    }
+    let lines: Vec<&str> = want.lines().collect();
+    assert_eq!(lines.len(), 4);
+    assert!(lines[0].starts_with("point,abm.beta,replications,failed,attack_rate.n,attack_rate.mean"), "{}", lines[0]);
+    assert!(lines[1].starts_with("0,0.04,"));
+    for f in ["results.json", "sweep.png", "tasks.jsonl"] {
+        assert!(dir.join("w1").join(f).exists(), "{f}");
+    }
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("w1/results.json")).unwrap()).unwrap();
+    let n = j["points"][0]["metrics"]["attack_rate"]["n"].as_u64().unwrap();
+    assert!((4..=40).contains(&n));
+}
+
+#[test]
+fn retried_tasks_give_the_clean_table_and_permanent_failures_are_reported() {
+    let dir = tmp("sweep-retry");
+    let fixed =
+        "parameters = { \"abm.beta\" = [0.05, 0.07] }\nreplications = 6\nmetrics = [\"attack_rate\"]\nretries = 2";
+    let clean = run_sweep(&sweep_file(&dir, "a.toml", fixed), &dir.join("a"), &[]);
+    let flaky = format!("{fixed}\ninject_faults = [[1, 2, 1], [0, 4, 2]]");
+    assert_eq!(run_sweep(&sweep_file(&dir, "b.toml", &flaky), &dir.join("b"), &[]), clean);
+    let broken = format!("{fixed}\ninject_faults = [[1, 3, 9]]");
+    let got = run_sweep(&sweep_file(&dir, "c.toml", &broken), &dir.join("c"), &[]);
+    let row1: Vec<&str> = got.lines().nth(2).unwrap().split(',').collect();
+    assert_eq!((row1[2], row1[3], row1[4]), ("6", "1", "5"), "{got}");
+    assert_eq!(got.lines().nth(1), clean.lines().nth(1));
+}
+
+#[test]
+fn a_killed_sweep_resumed_gives_the_uninterrupted_table() {
+    let dir = tmp("sweep-resume");
+    let f = sweep_file(
+        &dir,
+        "s.toml",
+        "parameters = { \"abm.beta\" = [0.05, 0.06, 0.07] }\nreplications = 40\nmetrics = [\"attack_rate\"]",
+    );
+    let want = run_sweep(&f, &dir.join("full"), &["--workers", "2"]);
+    let out = dir.join("cut");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_parsim"))
+        .args(["sweep", f.to_str().unwrap(), "--out", out.to_str().unwrap(), "--workers", "2"])
+        .current_dir(root())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let log = out.join("tasks.jsonl");
+    let t0 = std::time::Instant::now();
+    loop {
+        let lines = std::fs::read_to_string(&log).map(|s| s.lines().count()).unwrap_or(0);
+        if lines > 25 {
+            break;
+        }
+        assert!(t0.elapsed().as_secs() < 60, "the sweep did not start");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let logged = std::fs::read_to_string(&log).unwrap().lines().count();
+    assert!(logged < 121, "killed too late: {logged} lines");
+    assert!(!out.join("results.csv").exists());
+    let o = parsim(&["sweep", f.to_str().unwrap(), "--out", out.to_str().unwrap(), "--workers", "2", "--resume"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("resuming:"));
+    assert_eq!(std::fs::read_to_string(out.join("results.csv")).unwrap(), want);
+}
+
+#[test]
+fn bad_sweeps_exit_2_with_the_key_and_line() {
+    let dir = tmp("sweep-bad");
+    let bad = |name: &str, sweep: &str, want: &[&str]| {
+        let f = sweep_file(&dir, name, sweep);
+        let o = parsim(&["sweep", f.to_str().unwrap(), "--out", dir.join("o").to_str().unwrap()]);
+        let e = String::from_utf8_lossy(&o.stderr).to_string();
+        assert_eq!(o.status.code(), Some(2), "{name}: {e}");
+        for w in want {
+            assert!(e.contains(w), "{name}: {w:?} missing in {e}");
+        }
+    };
+    bad("empty.toml", "parameters = { \"abm.beta\" = [] }\nreplications = 2", &["empty.toml:13", "empty list"]);
+    bad(
+        "step0.toml",
+        "parameters = { \"abm.beta\" = { start = 0.1, stop = 0.2, step = 0 } }\nreplications = 2",
+        &["step0.toml:13", "step 0"],
+    );
+    bad(
+        "sign.toml",
+        "parameters = { \"abm.seeds\" = { start = 10, stop = 1, step = 2 } }\nreplications = 2",
+        &["never goes"],
+    );
+    bad("key.toml", "parameters = { \"abm.betta\" = [0.1] }\nreplications = 2", &["abm.betta", "unknown key"]);
+    bad("zero.toml", "parameters = { \"abm.beta\" = [0.1] }\nreplications = 0", &["zero.toml:14", "replications"]);
+    bad(
+        "conf.toml",
+        "parameters = { \"abm.beta\" = [0.1] }\nreplications = 3\nconfidence = 1.5",
+        &["conf.toml:15", "confidence"],
+    );
+    bad("uconf.toml", "parameters = { \"abm.beta\" = [0.1] }\nuntil = { metric = \"attack_rate\", rel_halfwidth = 0.1, confidence = 0 }", &["until.confidence"]);
+    // A sweep scenario given to `parsim run` says what to do.
+    let f = sweep_file(&dir, "run.toml", "parameters = { \"abm.beta\" = [0.1] }\nreplications = 2");
+    let o = parsim(&["run", f.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("parsim sweep"));
+}
+
+#[cfg(feature = "mpi")]
+#[test]
+fn the_table_under_mpirun_equals_threads() {
+    let dir = tmp("sweep-mpi");
+    let f = sweep_file(&dir, "s.toml", UNTIL);
+    let want = run_sweep(&f, &dir.join("t"), &["--workers", "2"]);
+    for n in ["2", "3"] {
+        let out = dir.join(format!("m{n}"));
+        let o = Command::new("mpirun")
+            .args(["--allow-run-as-root", "--oversubscribe", "-n", n, env!("CARGO_BIN_EXE_parsim")])
+            .args(["sweep", f.to_str().unwrap(), "--backend", "mpi", "--out", out.to_str().unwrap()])
+            .env("OMPI_MCA_plm", "isolated")
+            .current_dir(root())
+            .stdin(Stdio::null())
+            .output()
+            .expect("mpirun");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(std::fs::read_to_string(out.join("results.csv")).unwrap(), want, "mpirun -n {n}");
+    }
+}
