@@ -7,8 +7,8 @@
 #   the DES digest suite (every engine against sequential) under mpirun -n
 #   1/2/4, the graph-engine and epidemic suites under mpirun -n 2/4, the CLI
 #   tests with MPI, the README's main command (the epidemic) on both backends
-#   with a digest comparison and --verify, the ring on both backends, and the
-#   PHOLD acceptance command.
+#   with a digest comparison and --verify, the ring on both backends, the
+#   sweep acceptance command on both backends, and the PHOLD acceptance command.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 step() { printf '\n==> %s\n' "$*"; }
@@ -130,6 +130,16 @@ for n in 1 2 4; do
   [ "$got" = "$want" ] || { echo "mpirun -n $n: digest $got != $want"; exit 1; }
 done
 echo "ring digest $want on threads (1, 2, 3, 4, 8 ranks) and MPI (1, 2, 4 ranks)"
+
+step "sweep acceptance: cargo run --release -- sweep scenarios/sweep-epidemic.toml, and under mpirun"
+cargo run --release -- sweep scenarios/sweep-epidemic.toml --out target/ci/sweep
+for f in results.csv results.json sweep.png tasks.jsonl; do
+  [ -s "target/ci/sweep/$f" ] || { echo "the sweep did not write $f"; exit 1; }
+done
+cargo build --release --features mpi
+mpirun_ -n 3 target/release/parsim sweep scenarios/sweep-epidemic.toml --backend mpi --out target/ci/sweep-mpi >/dev/null
+cmp target/ci/sweep/results.csv target/ci/sweep-mpi/results.csv || { echo "the MPI sweep table differs"; exit 1; }
+echo "sweep table identical on threads and under mpirun -n 3"
 
 step "PHOLD std: Time Warp on 2 ranks commits the sequential history"
 cargo run --release -q -- run scenarios/phold.toml --out target/ci/phold-seq >/dev/null

@@ -9,6 +9,7 @@ mod bench_epidemic;
 mod bench_partition;
 mod bench_phold;
 mod bench_stencil;
+mod bench_sweep;
 mod des;
 mod grid;
 mod partition_cmd;
@@ -212,6 +213,18 @@ enum BenchWhat {
         #[arg(long)]
         quick: bool,
     },
+    /// Parallel efficiency of a 200-task sweep at 1 and 2 workers, and the scheduling overhead per task.
+    Sweep {
+        /// Where to write the JSON report.
+        #[arg(long, default_value = "bench-sweep.json")]
+        out: PathBuf,
+        /// Fewer tasks (a smoke test, not a measurement).
+        #[arg(long)]
+        quick: bool,
+        /// Repetitions (the median is reported).
+        #[arg(long, default_value_t = 5)]
+        reps: usize,
+    },
     /// Cell updates per second of the heat stencils next to STREAM bandwidth (threads backend).
     Stencil {
         /// Where to write the JSON report.
@@ -373,6 +386,7 @@ fn main() -> ExitCode {
             Ok(())
         }
         Command::Bench { what: BenchWhat::Stencil { out, quick } } => bench_stencil::run(out, quick),
+        Command::Bench { what: BenchWhat::Sweep { out, quick, reps } } => bench_sweep::run(out, quick, reps.max(1)),
         Command::Bench { what: BenchWhat::Epidemic { agents, ranks, backend, reps, out, quick } } => {
             parse_backend(&backend, "--backend").map_err(anyhow::Error::from).and_then(|b| {
                 bench_epidemic::run(bench_epidemic::Args { agents, ranks, backend: b, reps: reps.max(1), out, quick })

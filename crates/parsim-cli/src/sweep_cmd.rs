@@ -267,6 +267,19 @@ fn is_timing(name: &str) -> bool {
     name.ends_with("_s") || name.contains("per_s") || name.contains("rss")
 }
 
+thread_local! {
+    /// One single-threaded rayon pool per worker: a task's inner parallel
+    /// loops (population generation) stay on its own worker's core instead of
+    /// competing for the shared pool with the other workers.
+    static TASK_POOL: rayon::ThreadPool =
+        rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("a one-thread pool");
+}
+
+/// Runs `f` on this worker's single-threaded pool.
+pub fn on_worker_pool<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    TASK_POOL.with(|p| p.install(f))
+}
+
 /// Runs one task in this process and returns its top-level numeric metrics
 /// (those in `wanted`, or every one but timings).
 fn run_task(
@@ -279,10 +292,17 @@ fn run_task(
 ) -> Result<Metrics, String> {
     let mut sc = task_scenario(base, spec, task, seed);
     let plan = runner::plan(&mut sc, Some(scratch.to_path_buf()), None, false).map_err(|e| e.to_string())?;
+    // Build an epidemic's population here, on this worker's one-thread pool
+    // (the rank thread below would use the shared pool).
+    if let crate::runner::Model::Epidemic(setup) = &plan.model {
+        on_worker_pool(|| setup.population(seed)).map_err(|e| format!("{e:#}"))?;
+    }
     let ctx = RunContext { seed, progress: false, verify: false, outputs: false };
-    let out = parsim_comm::launch(1, |comm| plan.model.run(&comm, &ctx, &plan.out).map_err(|e| format!("{e:#}")))
-        .map_err(|e| e.to_string())?
-        .remove(0);
+    let out = on_worker_pool(|| {
+        parsim_comm::launch(1, |comm| plan.model.run(&comm, &ctx, &plan.out).map_err(|e| format!("{e:#}")))
+    })
+    .map_err(|e| e.to_string())?
+    .remove(0);
     let mut m = Metrics::new();
     if let Some(obj) = out.metrics.as_object() {
         for (k, v) in obj {

@@ -89,8 +89,12 @@ impl<'a> Coordinator<'a> {
             failures: 0,
             tasks_run: 0,
         };
+        let limit = match &spec.replications {
+            Replications::Fixed(n) => *n,
+            Replications::Until { max, .. } => *max,
+        };
         for r in previous {
-            if r.point < np {
+            if r.point < np && r.replication < limit {
                 c.done[r.point].insert(r.replication, r);
             }
         }
@@ -122,7 +126,8 @@ impl<'a> Coordinator<'a> {
         }
         match &self.spec.replications {
             Replications::Fixed(n) => {
-                if (0..*n).all(|r| self.done[p].contains_key(&r)) {
+                // Only replications below n are ever logged for a fixed count.
+                if self.done[p].len() as u64 >= *n {
                     self.settled[p] = Some(*n);
                 }
             }
@@ -204,10 +209,7 @@ impl<'a> Coordinator<'a> {
             Replications::Until { max, .. } => self.settled.iter().map(|s| s.unwrap_or(*max)).sum(),
         };
         let done: u64 = (0..self.spec.points.len())
-            .map(|p| {
-                let l = self.settled[p].unwrap_or(u64::MAX);
-                self.done[p].keys().filter(|&&r| r < l).count() as u64
-            })
+            .map(|p| self.settled[p].unwrap_or_else(|| self.done[p].len() as u64).min(self.done[p].len() as u64))
             .sum();
         Status {
             done,
