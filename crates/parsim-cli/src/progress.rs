@@ -57,6 +57,16 @@ impl Progress {
         self
     }
 
+    /// Changes the label (e.g. to show a failure count).
+    pub fn set_label(&mut self, label: &str) {
+        if label != self.label {
+            self.label = label.to_string();
+            if let Some(b) = &self.bar {
+                b.set_message(label.to_string());
+            }
+        }
+    }
+
     /// Changes the total (work whose size becomes known as it runs).
     pub fn set_total(&mut self, total: u64) {
         if total != self.total {

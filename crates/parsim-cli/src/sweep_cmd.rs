@@ -434,6 +434,9 @@ pub fn run(a: SweepArgs) -> Result<()> {
             let progress = |st: parsim_sweep::Status| {
                 if let Ok(mut b) = bar.lock() {
                     b.set_total(st.total);
+                    if st.failures > 0 {
+                        b.set_label(&format!("tasks ({} failed attempts)", st.failures));
+                    }
                     b.set(st.done);
                 }
             };
@@ -518,6 +521,9 @@ fn run_mpi(
         let progress = |st: parsim_sweep::Status| {
             if let Ok(mut b) = bar.lock() {
                 b.set_total(st.total);
+                if st.failures > 0 {
+                    b.set_label(&format!("tasks ({} failed attempts)", st.failures));
+                }
                 b.set(st.done);
             }
         };

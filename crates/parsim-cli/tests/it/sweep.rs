@@ -140,7 +140,7 @@ fn the_table_under_mpirun_equals_threads() {
     let dir = tmp("sweep-mpi");
     let f = sweep_file(&dir, "s.toml", UNTIL);
     let want = run_sweep(&f, &dir.join("t"), &["--workers", "2"]);
-    for n in ["2", "3"] {
+    for n in ["2", "4"] {
         let out = dir.join(format!("m{n}"));
         let o = Command::new("mpirun")
             .args(["--allow-run-as-root", "--oversubscribe", "-n", n, env!("CARGO_BIN_EXE_parsim")])
