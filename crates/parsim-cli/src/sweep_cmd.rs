@@ -126,7 +126,7 @@ fn values(t: &Section<'_>, key: &str, v: &Value) -> Result<Vec<Json>, InputError
 }
 
 /// Reads `[sweep]` into a spec (its seed from `[run] seed`) and the default worker count.
-type SweepSetup = (SweepSpec, Option<usize>, Option<Vec<String>>);
+type SweepSetup = (SweepSpec, Option<usize>, Option<Vec<String>>, usize);
 
 fn read_sweep(sc: &mut Scenario, seed: u64) -> Result<SweepSetup, InputError> {
     let mut t = sc.section("sweep", true)?;
@@ -146,6 +146,7 @@ fn read_sweep(sc: &mut Scenario, seed: u64) -> Result<SweepSetup, InputError> {
     let crn = t.boolean("common_random_numbers", true)?;
     let retries = t.int("retries", Some(2), 0..=1000)? as u32;
     let workers = t.int("workers", Some(0), 0..=4096)? as usize;
+    let group = t.int("group", Some(0), 0..=1_000_000)? as usize;
     let params = match t.raw("parameters") {
         Some(Value::Table(tb)) => tb,
         Some(o) => return Err(t.error("parameters", format!("expected a table of scenario keys, found {o}"))),
@@ -244,7 +245,7 @@ fn read_sweep(sc: &mut Scenario, seed: u64) -> Result<SweepSetup, InputError> {
         }
         (_, m) => m,
     };
-    Ok((spec, (workers > 0).then_some(workers), metrics))
+    Ok((spec, (workers > 0).then_some(workers), metrics, group))
 }
 
 /// The scenario of one task: the point's values, the task's seed, one rank.
@@ -393,7 +394,7 @@ pub fn run(a: SweepArgs) -> Result<()> {
         let mut r = probe.section("run", true)?;
         r.int("seed", Some(0), 0..=u64::MAX)?
     };
-    let (spec, workers_key, wanted) = read_sweep(&mut sc, seed)?;
+    let (spec, workers_key, wanted, group) = read_sweep(&mut sc, seed)?;
     spec.check().map_err(|e| InputError { place: sc.path().display().to_string(), msg: format!("[sweep] {e}") })?;
     let stem = a.scenario.file_stem().map_or_else(|| "sweep".to_string(), |s| s.to_string_lossy().into_owned());
     let out = a.out.clone().unwrap_or_else(|| PathBuf::from("out").join(stem));
@@ -444,7 +445,7 @@ pub fn run(a: SweepArgs) -> Result<()> {
             bar.into_inner().map(|mut b| b.finish()).ok();
             Some(o)
         }
-        Backend::Mpi => run_mpi(&spec, &runner, &log, a.resume, total)?,
+        Backend::Mpi => run_mpi(&spec, group, &runner, &log, a.resume, total)?,
     };
     let Some(o) = outcome else { return Ok(()) };
     write_outputs(&spec, &o, &out)?;
@@ -505,6 +506,7 @@ fn write_outputs(spec: &SweepSpec, o: &SweepOutcome, out: &Path) -> Result<()> {
 #[cfg(feature = "mpi")]
 fn run_mpi(
     spec: &SweepSpec,
+    group: usize,
     runner: &(dyn Fn(&Task, u64) -> Result<Metrics, String> + Sync),
     log: &Path,
     resume: bool,
@@ -527,7 +529,7 @@ fn run_mpi(
                 b.set(st.done);
             }
         };
-        let o = exec::run_comm(&comm, spec, runner, &mut store, done, &progress).map_err(|e| e.to_string())?;
+        let o = exec::run_comm(&comm, spec, group, runner, &mut store, done, &progress).map_err(|e| e.to_string())?;
         bar.into_inner().map(|mut b| b.finish()).ok();
         Ok::<_, String>(o)
     })?)
@@ -536,6 +538,7 @@ fn run_mpi(
 #[cfg(not(feature = "mpi"))]
 fn run_mpi(
     _spec: &SweepSpec,
+    _group: usize,
     _runner: &(dyn Fn(&Task, u64) -> Result<Metrics, String> + Sync),
     _log: &Path,
     _resume: bool,

@@ -318,14 +318,44 @@ pub fn run_threads(
 
 const TAG_REQUEST: u32 = 701;
 const TAG_TASK: u32 = 702;
+const TAG_UP: u32 = 703;
+const TAG_DOWN: u32 = 704;
 
-/// Runs the sweep master–worker over `comm`: rank 0 hands out tasks one at a
-/// time as workers ask (dynamic scheduling), logs results as they arrive and
-/// returns the table; the other ranks run tasks. With one rank, rank 0 runs
-/// them itself. `store` and `previous` are used on rank 0 only.
+type Report = Option<(Task, std::result::Result<Metrics, String>)>;
+/// A sub-master's message: results collected, tasks wanted.
+type Up = (Vec<(Task, std::result::Result<Metrics, String>)>, u32);
+
+/// The role of `rank` among `size` ranks with groups of `group` workers
+/// under a sub-master (`group` = 0: flat): `(parent, workers it serves)`.
+fn role(rank: usize, size: usize, group: usize) -> (usize, Vec<usize>) {
+    if rank == 0 || group == 0 {
+        return (0, if rank == 0 { Vec::new() } else { Vec::new() });
+    }
+    let chunk = (rank - 1) / (group + 1);
+    let head = 1 + chunk * (group + 1);
+    let end = (head + group + 1).min(size);
+    if end - head < 2 {
+        return (0, Vec::new()); // a group of one: a plain worker of the master
+    }
+    if rank == head {
+        (0, (head + 1..end).collect())
+    } else {
+        (head, Vec::new())
+    }
+}
+
+/// Runs the sweep master–worker over `comm`: rank 0 hands out tasks as
+/// workers ask (dynamic scheduling), logs results as they arrive and returns
+/// the table; the other ranks run tasks. With `group` > 0, the workers are
+/// split into groups of `group` under a sub-master that fetches batches of
+/// tasks from rank 0 and relays results, so rank 0 talks to one rank per
+/// group. With one rank, rank 0 runs the tasks itself. `store` and
+/// `previous` are used on rank 0 only.
+#[allow(clippy::too_many_arguments)]
 pub fn run_comm<C: Comm>(
     comm: &C,
     spec: &SweepSpec,
+    group: usize,
     runner: &Runner<'_>,
     store: &mut Store,
     previous: Vec<Record>,
@@ -335,28 +365,59 @@ pub fn run_comm<C: Comm>(
     if comm.size() == 1 {
         return run_threads(spec, 1, runner, store, previous, progress).map(Some);
     }
-    type Report = Option<(Task, std::result::Result<Metrics, String>)>;
-    if comm.rank() != 0 {
+    let (parent, served) = role(comm.rank(), comm.size(), group);
+    if comm.rank() != 0 && served.is_empty() {
+        // A worker.
         let mut report: Report = None;
         loop {
-            comm.send_value(0, TAG_REQUEST, &report)?;
-            let (task, _) = comm.recv_value::<Option<Task>>(Source::Rank(0), TagMatch::Tag(TAG_TASK))?;
+            comm.send_value(parent, TAG_REQUEST, &report)?;
+            let (task, _) = comm.recv_value::<Option<Task>>(Source::Rank(parent), TagMatch::Tag(TAG_TASK))?;
             let Some(task) = task else { return Ok(None) };
             report = Some((task, run_one(spec, runner, &task)));
         }
     }
-    let mut coord = Coordinator::new(spec, comm.size() - 1, previous);
+    if comm.rank() != 0 {
+        sub_master(comm, &served)?;
+        return Ok(None);
+    }
+    let workers = comm.size() - 1;
+    let mut coord = Coordinator::new(spec, workers, previous);
     let mut waiting: BTreeSet<usize> = BTreeSet::new();
-    let mut active = comm.size() - 1;
+    // Direct children: plain workers and sub-masters.
+    let mut active = (1..comm.size()).filter(|&r| role(r, comm.size(), group).0 == 0).count();
     while active > 0 {
-        let (report, st) = comm.recv_value::<Report>(Source::Any, TagMatch::Tag(TAG_REQUEST))?;
-        if let Some((task, out)) = report {
-            if let Some(rec) = coord.complete(task, out) {
-                store.append(&rec)?;
+        let st = comm.probe(Source::Any, TagMatch::Any)?;
+        if st.tag == TAG_UP {
+            let ((results, want), _) = comm.recv_value::<Up>(Source::Rank(st.source), TagMatch::Tag(TAG_UP))?;
+            for (task, out) in results {
+                if let Some(rec) = coord.complete(task, out) {
+                    store.append(&rec)?;
+                }
             }
             progress(coord.status());
+            let mut batch = Vec::new();
+            while batch.len() < want as usize {
+                match coord.next_task() {
+                    Some(t) => batch.push(t),
+                    None => break,
+                }
+            }
+            if batch.is_empty() && coord.finished() {
+                comm.send_value(st.source, TAG_DOWN, &None::<Vec<Task>>)?;
+                active -= 1;
+            } else {
+                comm.send_value(st.source, TAG_DOWN, &Some(batch))?;
+            }
+        } else {
+            let (report, _) = comm.recv_value::<Report>(Source::Rank(st.source), TagMatch::Tag(TAG_REQUEST))?;
+            if let Some((task, out)) = report {
+                if let Some(rec) = coord.complete(task, out) {
+                    store.append(&rec)?;
+                }
+                progress(coord.status());
+            }
+            waiting.insert(st.source);
         }
-        waiting.insert(st.source);
         // Serve every waiting worker that can be served.
         let ready: Vec<usize> = waiting.iter().copied().collect();
         for w in ready {
@@ -371,6 +432,56 @@ pub fn run_comm<C: Comm>(
         }
     }
     Ok(Some(coord.outcome()))
+}
+
+/// A sub-master: serves its workers from batches fetched from rank 0 and
+/// relays their results. It asks rank 0 whenever it has results or idle
+/// workers and no task; rank 0 answers at once (an empty batch: nothing to
+/// hand out yet), so that nobody waits on a rank that waits in turn.
+fn sub_master<C: Comm>(comm: &C, served: &[usize]) -> Result<()> {
+    let mut queue: VecDeque<Task> = VecDeque::new();
+    let mut results = Vec::new();
+    let mut idle: Vec<usize> = Vec::new();
+    let mut active = served.len();
+    let mut exhausted = false;
+    while active > 0 {
+        // Collect worker requests (block only if there is nothing else to do).
+        let must_wait = exhausted || !queue.is_empty() || (results.is_empty() && idle.is_empty());
+        let got = if must_wait {
+            Some(comm.probe(Source::Any, TagMatch::Tag(TAG_REQUEST))?)
+        } else {
+            comm.iprobe(Source::Any, TagMatch::Tag(TAG_REQUEST))?
+        };
+        if let Some(st) = got {
+            let (report, _) = comm.recv_value::<Report>(Source::Rank(st.source), TagMatch::Tag(TAG_REQUEST))?;
+            if let Some(r) = report {
+                results.push(r);
+            }
+            idle.push(st.source);
+        }
+        if queue.is_empty() && !exhausted && (!results.is_empty() || !idle.is_empty()) {
+            let up: Up = (std::mem::take(&mut results), idle.len().max(1) as u32);
+            comm.send_value(0, TAG_UP, &up)?;
+            let (batch, _) = comm.recv_value::<Option<Vec<Task>>>(Source::Rank(0), TagMatch::Tag(TAG_DOWN))?;
+            match batch {
+                None => exhausted = true,
+                Some(b) if b.is_empty() => std::thread::sleep(std::time::Duration::from_micros(200)),
+                Some(b) => queue.extend(b),
+            }
+        }
+        while let Some(&w) = idle.last() {
+            if let Some(t) = queue.pop_front() {
+                comm.send_value(w, TAG_TASK, &Some(t))?;
+            } else if exhausted {
+                comm.send_value(w, TAG_TASK, &None::<Task>)?;
+                active -= 1;
+            } else {
+                break;
+            }
+            idle.pop();
+        }
+    }
+    Ok(())
 }
 
 /// Seconds per task spent outside the task itself, measured by running

@@ -140,11 +140,13 @@ fn the_table_under_mpirun_equals_threads() {
     let dir = tmp("sweep-mpi");
     let f = sweep_file(&dir, "s.toml", UNTIL);
     let want = run_sweep(&f, &dir.join("t"), &["--workers", "2"]);
-    for n in ["2", "4"] {
+    // Flat master-worker at 2 and 4 ranks; sub-masters over groups of 2 at 5 ranks.
+    for (n, group) in [("2", "0"), ("4", "0"), ("5", "2")] {
         let out = dir.join(format!("m{n}"));
+        let g = format!("sweep.group={group}");
         let o = Command::new("mpirun")
             .args(["--allow-run-as-root", "--oversubscribe", "-n", n, env!("CARGO_BIN_EXE_parsim")])
-            .args(["sweep", f.to_str().unwrap(), "--backend", "mpi", "--out", out.to_str().unwrap()])
+            .args(["sweep", f.to_str().unwrap(), "--backend", "mpi", "--set", &g, "--out", out.to_str().unwrap()])
             .env("OMPI_MCA_plm", "isolated")
             .current_dir(root())
             .stdin(Stdio::null())

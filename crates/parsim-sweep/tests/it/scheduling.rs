@@ -44,12 +44,18 @@ fn the_table_is_the_same_for_any_worker_count_and_executor() {
             let got = exec::run_threads(&s, w, &model, &mut Store::memory(), vec![], &|_| {}).unwrap();
             assert_eq!(got.points, want.points, "{w} workers");
         }
-        for ranks in [1, 2, 4] {
+        // Flat master-worker, and sub-masters over groups of 2 and 3 workers.
+        for (ranks, group) in [(1, 0), (2, 0), (4, 0), (5, 2), (8, 3), (7, 2)] {
             let got = parsim_comm::launch(ranks, |comm| {
-                exec::run_comm(&comm, &s, &model, &mut Store::memory(), vec![], &|_| {}).map(|o| (comm.rank(), o))
+                exec::run_comm(&comm, &s, group, &model, &mut Store::memory(), vec![], &|_| {})
+                    .map(|o| (comm.rank(), o))
             })
             .unwrap();
-            assert_eq!(got[0].1.as_ref().unwrap().points, want.points, "master-worker on {ranks} ranks");
+            assert_eq!(
+                got[0].1.as_ref().unwrap().points,
+                want.points,
+                "master-worker on {ranks} ranks, groups of {group}"
+            );
         }
     }
 }
