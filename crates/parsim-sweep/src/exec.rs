@@ -329,7 +329,7 @@ type Up = (Vec<(Task, std::result::Result<Metrics, String>)>, u32);
 /// under a sub-master (`group` = 0: flat): `(parent, workers it serves)`.
 fn role(rank: usize, size: usize, group: usize) -> (usize, Vec<usize>) {
     if rank == 0 || group == 0 {
-        return (0, if rank == 0 { Vec::new() } else { Vec::new() });
+        return (0, Vec::new());
     }
     let chunk = (rank - 1) / (group + 1);
     let head = 1 + chunk * (group + 1);
