@@ -126,7 +126,7 @@ fn values(t: &Section<'_>, key: &str, v: &Value) -> Result<Vec<Json>, InputError
 }
 
 /// Reads `[sweep]` into a spec (its seed from `[run] seed`) and the default worker count.
-type SweepSetup = (SweepSpec, Option<usize>, Option<Vec<String>>, usize);
+type SweepSetup = (SweepSpec, Option<usize>, Option<Vec<String>>, usize, usize);
 
 fn read_sweep(sc: &mut Scenario, seed: u64) -> Result<SweepSetup, InputError> {
     let mut t = sc.section("sweep", true)?;
@@ -147,6 +147,7 @@ fn read_sweep(sc: &mut Scenario, seed: u64) -> Result<SweepSetup, InputError> {
     let retries = t.int("retries", Some(2), 0..=1000)? as u32;
     let workers = t.int("workers", Some(0), 0..=4096)? as usize;
     let group = t.int("group", Some(0), 0..=1_000_000)? as usize;
+    let ranks_per_task = t.int("ranks_per_task", Some(1), 1..=1024)? as usize;
     let params = match t.raw("parameters") {
         Some(Value::Table(tb)) => tb,
         Some(o) => return Err(t.error("parameters", format!("expected a table of scenario keys, found {o}"))),
@@ -245,10 +246,11 @@ fn read_sweep(sc: &mut Scenario, seed: u64) -> Result<SweepSetup, InputError> {
         }
         (_, m) => m,
     };
-    Ok((spec, (workers > 0).then_some(workers), metrics, group))
+    Ok((spec, (workers > 0).then_some(workers), metrics, group, ranks_per_task))
 }
 
-/// The scenario of one task: the point's values, the task's seed, one rank.
+/// The scenario of one task: the point's values, the task's seed, the
+/// threads backend (with `[sweep] ranks_per_task` ranks, set on the base).
 fn task_scenario(base: &Scenario, spec: &SweepSpec, task: &Task, seed: u64) -> Scenario {
     let mut sc = base.clone();
     for (key, v) in &spec.points[task.point].values {
@@ -257,7 +259,6 @@ fn task_scenario(base: &Scenario, spec: &SweepSpec, task: &Task, seed: u64) -> S
         }
     }
     sc.set_value("run", "seed", Value::Integer(seed as i64));
-    sc.set_value("run", "ranks", Value::Integer(1));
     sc.set_value("run", "backend", Value::String("threads".into()));
     sc
 }
@@ -300,7 +301,7 @@ fn run_task(
     }
     let ctx = RunContext { seed, progress: false, verify: false, outputs: false };
     let out = on_worker_pool(|| {
-        parsim_comm::launch(1, |comm| plan.model.run(&comm, &ctx, &plan.out).map_err(|e| format!("{e:#}")))
+        parsim_comm::launch(plan.ranks, |comm| plan.model.run(&comm, &ctx, &plan.out).map_err(|e| format!("{e:#}")))
     })
     .map_err(|e| e.to_string())?
     .remove(0);
@@ -394,7 +395,8 @@ pub fn run(a: SweepArgs) -> Result<()> {
         let mut r = probe.section("run", true)?;
         r.int("seed", Some(0), 0..=u64::MAX)?
     };
-    let (spec, workers_key, wanted, group) = read_sweep(&mut sc, seed)?;
+    let (spec, workers_key, wanted, group, ranks_per_task) = read_sweep(&mut sc, seed)?;
+    sc.set_value("run", "ranks", Value::Integer(ranks_per_task as i64));
     spec.check().map_err(|e| InputError { place: sc.path().display().to_string(), msg: format!("[sweep] {e}") })?;
     let stem = a.scenario.file_stem().map_or_else(|| "sweep".to_string(), |s| s.to_string_lossy().into_owned());
     let out = a.out.clone().unwrap_or_else(|| PathBuf::from("out").join(stem));

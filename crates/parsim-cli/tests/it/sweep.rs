@@ -30,6 +30,8 @@ fn the_table_is_the_same_for_1_2_and_4_workers_and_has_its_files() {
     for w in ["2", "4"] {
         assert_eq!(run_sweep(&f, &dir.join(w), &["--workers", w]), want, "{w} workers");
     }
+    // Tasks that are themselves parallel: 2 workers × 3 ranks each.
+    assert_eq!(run_sweep(&f, &dir.join("r3"), &["--workers", "2", "--set", "sweep.ranks_per_task=3"]), want);
     let lines: Vec<&str> = want.lines().collect();
     assert_eq!(lines.len(), 4);
     assert!(lines[0].starts_with("point,abm.beta,replications,failed,attack_rate.n,attack_rate.mean"), "{}", lines[0]);
