@@ -383,6 +383,17 @@ fn csv(spec: &SweepSpec, o: &SweepOutcome) -> String {
     s
 }
 
+/// Shows a sweep's status on its progress bar.
+fn show(bar: &Mutex<Progress>, st: parsim_sweep::Status) {
+    if let Ok(mut b) = bar.lock() {
+        b.set_total(st.total);
+        if st.failures > 0 {
+            b.set_label(&format!("tasks ({} failed attempts)", st.failures));
+        }
+        b.set(st.done);
+    }
+}
+
 /// Runs the sweep.
 pub fn run(a: SweepArgs) -> Result<()> {
     let mut sc = Scenario::load(&a.scenario)?;
@@ -434,15 +445,7 @@ pub fn run(a: SweepArgs) -> Result<()> {
                 eprintln!("resuming: {} tasks already in {}", done.len(), log.display());
             }
             let bar = Mutex::new(Progress::new("tasks", total, false));
-            let progress = |st: parsim_sweep::Status| {
-                if let Ok(mut b) = bar.lock() {
-                    b.set_total(st.total);
-                    if st.failures > 0 {
-                        b.set_label(&format!("tasks ({} failed attempts)", st.failures));
-                    }
-                    b.set(st.done);
-                }
-            };
+            let progress = |st: parsim_sweep::Status| show(&bar, st);
             let o = exec::run_threads(&spec, workers, &runner, &mut store, done, &progress)?;
             bar.into_inner().map(|mut b| b.finish()).ok();
             Some(o)
@@ -522,15 +525,7 @@ fn run_mpi(
             (Store::memory(), Vec::new())
         };
         let bar = Mutex::new(Progress::new("tasks", total, comm.rank() != 0));
-        let progress = |st: parsim_sweep::Status| {
-            if let Ok(mut b) = bar.lock() {
-                b.set_total(st.total);
-                if st.failures > 0 {
-                    b.set_label(&format!("tasks ({} failed attempts)", st.failures));
-                }
-                b.set(st.done);
-            }
-        };
+        let progress = |st: parsim_sweep::Status| show(&bar, st);
         let o = exec::run_comm(&comm, spec, group, runner, &mut store, done, &progress).map_err(|e| e.to_string())?;
         bar.into_inner().map(|mut b| b.finish()).ok();
         Ok::<_, String>(o)
