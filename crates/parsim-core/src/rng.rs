@@ -38,6 +38,24 @@ const PHILOX_W1: u32 = 0xBB67_AE85;
 /// reproduces the library's published known-answer vectors (see the tests).
 #[inline]
 pub fn philox4x32(counter: [u32; 4], key: [u32; 2], rounds: u32) -> [u32; 4] {
+    philox_rounds(counter, key, rounds)
+}
+
+/// Philox4x32-10 (the standard ten rounds), unrolled and always inlined: for
+/// inner loops that draw one block per (entity, neighbour) pair.
+///
+/// ```
+/// use parsim_core::rng::{philox4x32, philox4x32_10};
+/// assert_eq!(philox4x32_10([1, 2, 3, 4], [5, 6]), philox4x32([1, 2, 3, 4], [5, 6], 10));
+/// ```
+#[inline(always)]
+pub fn philox4x32_10(counter: [u32; 4], key: [u32; 2]) -> [u32; 4] {
+    philox_rounds(counter, key, 10)
+}
+
+/// The Philox rounds; always inlined, so a constant count unrolls.
+#[inline(always)]
+fn philox_rounds(counter: [u32; 4], key: [u32; 2], rounds: u32) -> [u32; 4] {
     let mut c = counter;
     let mut k = key;
     for r in 0..rounds {
@@ -51,54 +69,6 @@ pub fn philox4x32(counter: [u32; 4], key: [u32; 2], rounds: u32) -> [u32; 4] {
         let (hi1, lo1) = ((p1 >> 32) as u32, p1 as u32);
         c = [hi1 ^ c[1] ^ k[0], lo1, hi0 ^ c[3] ^ k[1], lo0];
     }
-    c
-}
-
-/// Philox4x32-10 (the standard ten rounds), unrolled and always inlined: for
-/// inner loops that draw one block per (entity, neighbour) pair.
-///
-/// ```
-/// use parsim_core::rng::{philox4x32, philox4x32_10};
-/// assert_eq!(philox4x32_10([1, 2, 3, 4], [5, 6]), philox4x32([1, 2, 3, 4], [5, 6], 10));
-/// ```
-#[inline(always)]
-pub fn philox4x32_10(counter: [u32; 4], key: [u32; 2]) -> [u32; 4] {
-    let mut c = counter;
-    let mut k = key;
-    macro_rules! round {
-        () => {{
-            let p0 = u64::from(PHILOX_M0) * u64::from(c[0]);
-            let p1 = u64::from(PHILOX_M1) * u64::from(c[2]);
-            let (hi0, lo0) = ((p0 >> 32) as u32, p0 as u32);
-            let (hi1, lo1) = ((p1 >> 32) as u32, p1 as u32);
-            c = [hi1 ^ c[1] ^ k[0], lo1, hi0 ^ c[3] ^ k[1], lo0];
-        }};
-    }
-    macro_rules! bump {
-        () => {{
-            k[0] = k[0].wrapping_add(PHILOX_W0);
-            k[1] = k[1].wrapping_add(PHILOX_W1);
-        }};
-    }
-    round!();
-    bump!();
-    round!();
-    bump!();
-    round!();
-    bump!();
-    round!();
-    bump!();
-    round!();
-    bump!();
-    round!();
-    bump!();
-    round!();
-    bump!();
-    round!();
-    bump!();
-    round!();
-    bump!();
-    round!();
     c
 }
 

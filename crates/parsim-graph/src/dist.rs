@@ -38,11 +38,8 @@ pub struct DistGraph {
     adj: Vec<u32>,
     weight: Option<Vec<f64>>,
     layer: Option<Vec<u8>>,
-    /// Ghost rows: the owned neighbours of each ghost (local ids), with the edge data.
-    gxadj: Vec<u64>,
-    gadj: Vec<u32>,
-    gweight: Option<Vec<f64>>,
-    glayer: Option<Vec<u8>>,
+    /// Edges from owned vertices to ghosts.
+    cut: usize,
     /// The ranks this one exchanges with, ascending.
     peers: Vec<usize>,
     /// Per peer: owned local ids it ghosts / ghost local ids it owns.
@@ -96,7 +93,6 @@ impl DistGraph {
         }
         let ghost_owner: Vec<u32> = ghost_flag.iter().map(|&u| owner[u as usize]).collect();
         drop(ghost_flag);
-        let n_ghost = ids.len() - n_owned;
         // Owned rows in local ids.
         let mut xadj = Vec::with_capacity(n_owned + 1);
         xadj.push(0u64);
@@ -104,7 +100,7 @@ impl DistGraph {
         let mut adj = Vec::with_capacity(total);
         let mut weight = g.weight.as_ref().map(|_| Vec::with_capacity(total));
         let mut layer = g.layer.as_ref().map(|_| Vec::with_capacity(total));
-        let mut gdeg = vec![0u64; n_ghost + 1];
+        let mut cut = 0usize;
         for i in 0..n_owned {
             // Owned neighbours first, then ghosts (each part in global id order).
             for ghosts in [false, true] {
@@ -114,9 +110,7 @@ impl DistGraph {
                         continue;
                     }
                     adj.push(l);
-                    if ghosts {
-                        gdeg[l as usize - n_owned] += 1;
-                    }
+                    cut += usize::from(ghosts);
                     if let (Some(w), Some(src)) = (weight.as_mut(), g.weight.as_ref()) {
                         w.push(src[e]);
                     }
@@ -128,34 +122,6 @@ impl DistGraph {
             xadj.push(adj.len() as u64);
         }
         drop(local);
-        // Ghost rows: the reverse of owned → ghost edges (ascending owned id).
-        let mut gxadj = vec![0u64; n_ghost + 1];
-        for j in 0..n_ghost {
-            gxadj[j + 1] = gxadj[j] + gdeg[j];
-        }
-        drop(gdeg);
-        let m = gxadj[n_ghost] as usize;
-        let mut gadj = vec![0u32; m];
-        let mut gweight = weight.as_ref().map(|_| vec![0f64; m]);
-        let mut glayer = layer.as_ref().map(|_| vec![0u8; m]);
-        let mut fill = gxadj.clone();
-        for i in 0..n_owned {
-            for e in xadj[i] as usize..xadj[i + 1] as usize {
-                let l = adj[e] as usize;
-                if l >= n_owned {
-                    let at = fill[l - n_owned] as usize;
-                    gadj[at] = i as u32;
-                    if let (Some(w), Some(src)) = (gweight.as_mut(), weight.as_ref()) {
-                        w[at] = src[e];
-                    }
-                    if let (Some(w), Some(src)) = (glayer.as_mut(), layer.as_ref()) {
-                        w[at] = src[e];
-                    }
-                    fill[l - n_owned] += 1;
-                }
-            }
-        }
-        drop(fill);
         // Peers and exchange lists.
         let mut peers: Vec<usize> = ghost_owner.iter().map(|&p| p as usize).collect();
         peers.sort_unstable();
@@ -195,10 +161,7 @@ impl DistGraph {
             adj,
             weight,
             layer,
-            gxadj,
-            gadj,
-            gweight,
-            glayer,
+            cut,
             peers,
             send,
             recv,
@@ -317,21 +280,6 @@ impl DistGraph {
         self.layer.as_ref().map(|l| &l[self.xadj[i] as usize..self.xadj[i + 1] as usize])
     }
 
-    /// The owned neighbours of ghost `l` (a local id ≥ `owned()`), with
-    /// their layers (or `None` without layers).
-    #[inline]
-    pub fn ghost_row(&self, l: usize) -> (&[u32], Option<&[u8]>) {
-        let j = l - self.n_owned;
-        let r = self.gxadj[j] as usize..self.gxadj[j + 1] as usize;
-        (&self.gadj[r.clone()], self.glayer.as_ref().map(|g| &g[r]))
-    }
-
-    /// The weights of ghost `l`'s edges (parallel to [`ghost_row`](Self::ghost_row)), if weighted.
-    pub fn ghost_weights(&self, l: usize) -> Option<&[f64]> {
-        let j = l - self.n_owned;
-        self.gweight.as_ref().map(|g| &g[self.gxadj[j] as usize..self.gxadj[j + 1] as usize])
-    }
-
     /// The neighbouring ranks, ascending.
     pub fn peers(&self) -> &[usize] {
         &self.peers
@@ -361,7 +309,7 @@ impl DistGraph {
 
     /// Edges from owned vertices to ghosts (each cut edge counted once per side).
     pub fn cut_edges(&self) -> usize {
-        self.gadj.len()
+        self.cut
     }
 
     /// Memory held, in bytes.
@@ -371,10 +319,6 @@ impl DistGraph {
             + self.adj.len() * 4
             + self.weight.as_ref().map_or(0, |w| w.len() * 8)
             + self.layer.as_ref().map_or(0, |w| w.len())
-            + self.gxadj.len() * 8
-            + self.gadj.len() * 4
-            + self.gweight.as_ref().map_or(0, |w| w.len() * 8)
-            + self.glayer.as_ref().map_or(0, |w| w.len())
             + self.send.iter().chain(&self.recv).map(|s| s.len() * 4).sum::<usize>()
             + self.bxadj.len() * 4
             + self.bent.len() * 8
