@@ -23,6 +23,9 @@ struct Report {
     overhead_us_w1: f64,
     overhead_us_w2: f64,
     overhead_us_fsync_log: f64,
+    isolate_thread_s: f64,
+    isolate_process_s: f64,
+    isolate_process_extra_ms_per_task: f64,
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -39,6 +42,7 @@ fn spec_of(tasks: u64) -> SweepSpec {
         retries: 0,
         seed: 1,
         faults: Vec::new(),
+        kills: Vec::new(),
     }
 }
 
@@ -115,8 +119,38 @@ pub fn run(out: PathBuf, quick: bool, reps: usize) -> Result<()> {
     let (mut store, _) = Store::open(&dir.join("tasks.jsonl"), &small.fingerprint(), false, true)?;
     exec::run_threads(&small, 1, &empty, &mut store, Vec::new(), &|_| {})?;
     let of = t0.elapsed().as_secs_f64() / small_tasks(&small) as f64;
+    // Process isolation: the same `parsim sweep` (epidemic tasks, 2 workers)
+    // with tasks on the workers' threads and in supervised child processes.
+    let file = dir.join("isolate.toml");
+    std::fs::write(
+        &file,
+        format!("{text}\n[sweep]\nparameters = {{ \"abm.beta\" = [0.05, 0.07] }}\nreplications = {}\n", tasks / 2),
+    )?;
+    let exe = std::env::current_exe()?;
+    let sweep = |isolate: &str| -> Result<f64> {
+        let t0 = Instant::now();
+        let o = std::process::Command::new(&exe)
+            .arg("sweep")
+            .arg(&file)
+            .args(["--workers", "2", "--isolate", isolate, "--out"])
+            .arg(dir.join(isolate))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()?;
+        anyhow::ensure!(o.success(), "parsim sweep --isolate {isolate} failed");
+        Ok(t0.elapsed().as_secs_f64())
+    };
+    let (mut it, mut ip) = (Vec::new(), Vec::new());
+    for _ in 0..reps {
+        it.push(sweep("thread")?);
+        ip.push(sweep("process")?);
+    }
+    let (st, sp) = (median(it), median(ip));
     let _ = std::fs::remove_dir_all(&dir);
     let r = Report {
+        isolate_thread_s: st,
+        isolate_process_s: sp,
+        isolate_process_extra_ms_per_task: 1e3 * 2.0 * (sp - st) / tasks as f64,
         cpu_task_ms: 1e3 * c1 / tasks as f64,
         cpu_efficiency_w2: c1 / (2.0 * c2),
         epidemic_task_ms: 1e3 * p1 / tasks as f64,
@@ -137,6 +171,11 @@ pub fn run(out: PathBuf, quick: bool, reps: usize) -> Result<()> {
     println!(
         "  scheduling overhead per task: {:.2} µs (W=1), {:.2} µs (W=2, per worker), {:.1} µs with the fsync'd log",
         r.overhead_us_w1, r.overhead_us_w2, r.overhead_us_fsync_log
+    );
+    println!(
+        "  parsim sweep, epidemic tasks, W=2: isolate = thread {st:.3} s, process {sp:.3} s ({:.2}×, {:+.2} ms per task per worker)",
+        sp / st,
+        r.isolate_process_extra_ms_per_task
     );
     write_atomic(&out, serde_json::to_string_pretty(&r)?.as_bytes())?;
     println!("→ {}", out.display());

@@ -19,6 +19,7 @@ mod ring;
 mod runner;
 mod scenario;
 mod sweep_cmd;
+mod sweep_process;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -138,6 +139,13 @@ enum Command {
         /// Override a scenario key: --set table.key=value (repeatable).
         #[arg(long = "set", value_name = "KEY=VALUE")]
         set: Vec<String>,
+        /// Where tasks run: thread (default) or process (a supervised child per worker; a task whose
+        /// process dies or overruns [sweep] task_timeout_s is retried).
+        #[arg(long)]
+        isolate: Option<String>,
+        /// Internal: serve tasks on stdin/stdout for a process-isolated worker.
+        #[arg(long, hide = true)]
+        serve: bool,
     },
     /// Version, backends compiled in, cores, MPI library.
     Info,
@@ -373,12 +381,12 @@ fn main() -> ExitCode {
                 })
             }
         }
-        Command::Sweep { scenario, workers, backend, out, resume, set } => {
+        Command::Sweep { scenario, workers, backend, out, resume, set, isolate, serve } => {
             parse_backend(&backend, "--backend").map_err(anyhow::Error::from).and_then(|backend| {
                 if workers == Some(0) {
                     return Err(InputError::flag("--workers 0", "at least one worker").into());
                 }
-                sweep_cmd::run(sweep_cmd::SweepArgs { scenario, workers, backend, out, resume, set })
+                sweep_cmd::run(sweep_cmd::SweepArgs { scenario, workers, backend, out, resume, set, isolate, serve })
             })
         }
         Command::Info => {

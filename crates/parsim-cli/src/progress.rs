@@ -57,6 +57,15 @@ impl Progress {
         self
     }
 
+    /// Prints a line above the bar (or plainly, off a terminal), unless quiet.
+    pub fn note(&self, line: &str) {
+        match &self.bar {
+            Some(b) => b.println(line),
+            None if !self.quiet => eprintln!("{line}"),
+            None => {}
+        }
+    }
+
     /// Changes the label (e.g. to show a failure count).
     pub fn set_label(&mut self, label: &str) {
         if label != self.label {

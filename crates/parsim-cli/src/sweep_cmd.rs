@@ -30,6 +30,10 @@ pub struct SweepArgs {
     pub resume: bool,
     /// `--set` overrides.
     pub set: Vec<String>,
+    /// `--isolate thread|process` (default: `[sweep] isolate`, or thread).
+    pub isolate: Option<String>,
+    /// Serve tasks on stdin/stdout (the child of a process-isolated worker).
+    pub serve: bool,
 }
 
 fn to_json(v: &Value) -> Json {
@@ -125,9 +129,55 @@ fn values(t: &Section<'_>, key: &str, v: &Value) -> Result<Vec<Json>, InputError
     Ok(out)
 }
 
-/// Reads `[sweep]` into a spec (its seed from `[run] seed`) and the default worker count.
-type SweepSetup = (SweepSpec, Option<usize>, Option<Vec<String>>, usize, usize);
+/// Where a task runs: on its worker's thread, or in a child process the
+/// worker supervises (which may die without taking the sweep with it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Isolation {
+    /// In the worker's thread (the default: no start-up cost).
+    Thread,
+    /// In a supervised child process.
+    Process,
+}
 
+impl Isolation {
+    fn parse(s: &str) -> Option<Isolation> {
+        match s {
+            "thread" => Some(Isolation::Thread),
+            "process" => Some(Isolation::Process),
+            _ => None,
+        }
+    }
+}
+
+/// What `[sweep]` says besides the spec.
+struct SweepSetup {
+    spec: SweepSpec,
+    workers: Option<usize>,
+    metrics: Option<Vec<String>>,
+    group: usize,
+    ranks_per_task: usize,
+    isolate: Isolation,
+    timeout: Option<std::time::Duration>,
+}
+
+fn task_list(t: &mut Section<'_>, key: &str) -> Result<Vec<(usize, u64, u32)>, InputError> {
+    match t.raw(key) {
+        None => Ok(Vec::new()),
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|f| {
+                let x: Option<Vec<i64>> = f.as_array().map(|v| v.iter().filter_map(Value::as_integer).collect());
+                match x.as_deref() {
+                    Some(&[p, r, k]) if p >= 0 && r >= 0 && k >= 0 => Ok((p as usize, r as u64, k as u32)),
+                    _ => Err(t.error(key, "expected [[point, replication, failing attempts], …]")),
+                }
+            })
+            .collect(),
+        Some(_) => Err(t.error(key, "expected [[point, replication, failing attempts], …]")),
+    }
+}
+
+/// Reads `[sweep]` into a spec (its seed from `[run] seed`) and the rest of its keys.
 fn read_sweep(sc: &mut Scenario, seed: u64) -> Result<SweepSetup, InputError> {
     let mut t = sc.section("sweep", true)?;
     let metrics = match t.raw("metrics") {
@@ -223,22 +273,26 @@ fn read_sweep(sc: &mut Scenario, seed: u64) -> Result<SweepSetup, InputError> {
         Some(Value::Table(u)) => u.get("confidence").and_then(|c| c.as_float()).unwrap_or(confidence),
         _ => confidence,
     };
-    let faults = match t.raw("inject_faults") {
-        None => Vec::new(),
-        Some(Value::Array(a)) => a
-            .iter()
-            .map(|f| {
-                let x: Option<Vec<i64>> = f.as_array().map(|v| v.iter().filter_map(Value::as_integer).collect());
-                match x.as_deref() {
-                    Some(&[p, r, k]) if p >= 0 && r >= 0 && k >= 0 => Ok((p as usize, r as u64, k as u32)),
-                    _ => Err(t.error("inject_faults", "expected [[point, replication, failing attempts], …]")),
-                }
-            })
-            .collect::<Result<_, _>>()?,
-        Some(_) => return Err(t.error("inject_faults", "expected [[point, replication, failing attempts], …]")),
+    let faults = task_list(&mut t, "inject_faults")?;
+    let kills = task_list(&mut t, "inject_kills")?;
+    let isolate = match t.raw("isolate") {
+        None => Isolation::Thread,
+        Some(v) => v
+            .as_str()
+            .and_then(Isolation::parse)
+            .ok_or_else(|| t.error("isolate", format!("expected \"thread\" or \"process\", found {v}")))?,
+    };
+    let timeout = match t.raw("task_timeout_s") {
+        None => None,
+        Some(v) => {
+            let s = v.as_float().or(v.as_integer().map(|i| i as f64)).filter(|s| *s > 0.0 && s.is_finite());
+            Some(std::time::Duration::from_secs_f64(
+                s.ok_or_else(|| t.error("task_timeout_s", format!("expected seconds > 0, found {v}")))?,
+            ))
+        }
     };
     t.finish()?;
-    let spec = SweepSpec { points, replications, confidence, common_random_numbers: crn, retries, seed, faults };
+    let spec = SweepSpec { points, replications, confidence, common_random_numbers: crn, retries, seed, faults, kills };
     let metrics = match (&spec.replications, metrics) {
         (Replications::Until { metric, .. }, Some(mut m)) if !m.contains(metric) => {
             m.push(metric.clone());
@@ -246,7 +300,7 @@ fn read_sweep(sc: &mut Scenario, seed: u64) -> Result<SweepSetup, InputError> {
         }
         (_, m) => m,
     };
-    Ok((spec, (workers > 0).then_some(workers), metrics, group, ranks_per_task))
+    Ok(SweepSetup { spec, workers: (workers > 0).then_some(workers), metrics, group, ranks_per_task, isolate, timeout })
 }
 
 /// The scenario of one task: the point's values, the task's seed, the
@@ -292,6 +346,9 @@ fn run_task(
     seed: u64,
     scratch: &Path,
 ) -> Result<Metrics, String> {
+    if spec.kill_due(task) {
+        crate::sweep_process::kill_self();
+    }
     let mut sc = task_scenario(base, spec, task, seed);
     let plan = runner::plan(&mut sc, Some(scratch.to_path_buf()), None, false).map_err(|e| e.to_string())?;
     // Build an epidemic's population here, on this worker's one-thread pool
@@ -384,8 +441,17 @@ fn csv(spec: &SweepSpec, o: &SweepOutcome) -> String {
 }
 
 /// Shows a sweep's status on its progress bar.
-fn show(bar: &Mutex<Progress>, st: parsim_sweep::Status) {
+fn show(bar: &Mutex<Progress>, retries: u32, st: parsim_sweep::Status) {
     if let Ok(mut b) = bar.lock() {
+        for (t, e) in &st.new_failures {
+            b.note(&format!(
+                "point {}, replication {}, attempt {}: {e} — {}",
+                t.point,
+                t.replication,
+                t.attempt + 1,
+                if t.attempt < retries { "retrying" } else { "giving up" }
+            ));
+        }
         b.set_total(st.total);
         if st.failures > 0 {
             b.set_label(&format!("tasks ({} failed attempts)", st.failures));
@@ -406,7 +472,19 @@ pub fn run(a: SweepArgs) -> Result<()> {
         let mut r = probe.section("run", true)?;
         r.int("seed", Some(0), 0..=u64::MAX)?
     };
-    let (spec, workers_key, wanted, group, ranks_per_task) = read_sweep(&mut sc, seed)?;
+    let SweepSetup { spec, workers: workers_key, metrics: wanted, group, ranks_per_task, isolate, timeout } =
+        read_sweep(&mut sc, seed)?;
+    let isolate = match &a.isolate {
+        None => isolate,
+        Some(s) => Isolation::parse(s).ok_or_else(|| InputError::flag("--isolate", "expected thread or process"))?,
+    };
+    if timeout.is_some() && isolate == Isolation::Thread {
+        return Err(InputError {
+            place: sc.path().display().to_string(),
+            msg: "[sweep] task_timeout_s needs isolate = \"process\" (a thread cannot be stopped)".into(),
+        }
+        .into());
+    }
     sc.set_value("run", "ranks", Value::Integer(ranks_per_task as i64));
     spec.check().map_err(|e| InputError { place: sc.path().display().to_string(), msg: format!("[sweep] {e}") })?;
     let stem = a.scenario.file_stem().map_or_else(|| "sweep".to_string(), |s| s.to_string_lossy().into_owned());
@@ -429,11 +507,27 @@ pub fn run(a: SweepArgs) -> Result<()> {
             return Err(InputError::flag("[sweep] until.metric", "empty").into());
         }
     }
+    if a.serve {
+        return crate::sweep_process::serve(|t, s| run_task(&sc, &spec, wanted.as_deref(), t, s, &scratch));
+    }
     std::fs::create_dir_all(&out)?;
     let log = out.join("tasks.jsonl");
     let workers =
         a.workers.or(workers_key).unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let runner = |t: &Task, s: u64| run_task(&sc, &spec, wanted.as_deref(), t, s, &scratch);
+    let pool = (isolate == Isolation::Process)
+        .then(|| {
+            let mut args = vec!["sweep".to_string(), a.scenario.display().to_string()];
+            for s in &a.set {
+                args.extend(["--set".to_string(), s.clone()]);
+            }
+            args.extend(["--out".to_string(), out.display().to_string(), "--serve".to_string()]);
+            std::env::current_exe().map(|exe| crate::sweep_process::ProcessPool::new(exe, args, timeout))
+        })
+        .transpose()?;
+    let runner = |t: &Task, s: u64| match &pool {
+        Some(p) => p.run(t, s),
+        None => run_task(&sc, &spec, wanted.as_deref(), t, s, &scratch),
+    };
     let total = match &spec.replications {
         Replications::Fixed(r) => r * spec.points.len() as u64,
         Replications::Until { max, .. } => max * spec.points.len() as u64,
@@ -445,7 +539,7 @@ pub fn run(a: SweepArgs) -> Result<()> {
                 eprintln!("resuming: {} tasks already in {}", done.len(), log.display());
             }
             let bar = Mutex::new(Progress::new("tasks", total, false));
-            let progress = |st: parsim_sweep::Status| show(&bar, st);
+            let progress = |st: parsim_sweep::Status| show(&bar, spec.retries, st);
             let o = exec::run_threads(&spec, workers, &runner, &mut store, done, &progress)?;
             bar.into_inner().map(|mut b| b.finish()).ok();
             Some(o)
@@ -525,7 +619,7 @@ fn run_mpi(
             (Store::memory(), Vec::new())
         };
         let bar = Mutex::new(Progress::new("tasks", total, comm.rank() != 0));
-        let progress = |st: parsim_sweep::Status| show(&bar, st);
+        let progress = |st: parsim_sweep::Status| show(&bar, spec.retries, st);
         let o = exec::run_comm(&comm, spec, group, runner, &mut store, done, &progress).map_err(|e| e.to_string())?;
         bar.into_inner().map(|mut b| b.finish()).ok();
         Ok::<_, String>(o)

@@ -21,7 +21,7 @@ use crate::store::{Metrics, Record, Store};
 pub type Runner<'a> = dyn Fn(&Task, u64) -> std::result::Result<Metrics, String> + Sync + 'a;
 
 /// Where a sweep stands (passed to the progress callback).
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Status {
     /// Tasks finished (successes and final failures) that count.
     pub done: u64,
@@ -31,6 +31,9 @@ pub struct Status {
     pub failures: u64,
     /// Points whose replications are settled.
     pub points_done: usize,
+    /// Attempts that failed since the last report: the task and why
+    /// (retried when `task.attempt` < retries).
+    pub new_failures: Vec<(Task, String)>,
 }
 
 /// The results of one point.
@@ -71,6 +74,7 @@ pub struct Coordinator<'a> {
     prefix: Vec<(u64, Vec<f64>)>,
     failures: u64,
     tasks_run: u64,
+    unreported: Vec<(Task, String)>,
 }
 
 impl<'a> Coordinator<'a> {
@@ -88,6 +92,7 @@ impl<'a> Coordinator<'a> {
             prefix: vec![(0, Vec::new()); np],
             failures: 0,
             tasks_run: 0,
+            unreported: Vec::new(),
         };
         let limit = match &spec.replications {
             Replications::Fixed(n) => *n,
@@ -188,8 +193,9 @@ impl<'a> Coordinator<'a> {
     pub fn complete(&mut self, task: Task, outcome: std::result::Result<Metrics, String>) -> Option<Record> {
         self.in_flight -= 1;
         self.tasks_run += 1;
-        if outcome.is_err() {
+        if let Err(e) = &outcome {
             self.failures += 1;
+            self.unreported.push((task, e.clone()));
             if task.attempt < self.spec.retries {
                 self.queue.push_front(Task { attempt: task.attempt + 1, ..task });
                 return None;
@@ -216,7 +222,13 @@ impl<'a> Coordinator<'a> {
             total,
             failures: self.failures,
             points_done: self.settled.iter().filter(|s| s.is_some()).count(),
+            new_failures: Vec::new(),
         }
+    }
+
+    /// [`status`](Self::status) with the failures since the last report.
+    pub fn report(&mut self) -> Status {
+        Status { new_failures: std::mem::take(&mut self.unreported), ..self.status() }
     }
 
     /// The table (call when [`finished`](Self::finished)).
@@ -258,14 +270,18 @@ fn run_one(spec: &SweepSpec, runner: &Runner<'_>, task: &Task) -> std::result::R
         runner(task, seed)
     })) {
         Ok(r) => r,
-        Err(p) => Err(format!(
-            "panicked: {}",
-            p.downcast_ref::<String>()
-                .cloned()
-                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_default()
-        )),
+        Err(p) => Err(panic_message(p.as_ref())),
     }
+}
+
+/// "panicked: MESSAGE" for a caught panic's payload.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    let msg = payload
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default();
+    format!("panicked: {msg}")
 }
 
 /// Runs the sweep on `workers` threads of this process. `previous`: records
@@ -304,7 +320,7 @@ pub fn run_threads(
                         g.2 = Some(e);
                     }
                 }
-                progress(g.0.status());
+                progress(g.0.report());
                 cv.notify_all();
             });
         }
@@ -394,7 +410,7 @@ pub fn run_comm<C: Comm>(
                     store.append(&rec)?;
                 }
             }
-            progress(coord.status());
+            progress(coord.report());
             let mut batch = Vec::new();
             while batch.len() < want as usize {
                 match coord.next_task() {
@@ -414,7 +430,7 @@ pub fn run_comm<C: Comm>(
                 if let Some(rec) = coord.complete(task, out) {
                     store.append(&rec)?;
                 }
-                progress(coord.status());
+                progress(coord.report());
             }
             waiting.insert(st.source);
         }
@@ -495,6 +511,7 @@ pub fn scheduling_overhead(workers: usize, tasks: u64) -> f64 {
         retries: 0,
         seed: 0,
         faults: Vec::new(),
+        kills: Vec::new(),
     };
     let empty = |_: &Task, s: u64| Ok(Metrics::from([("x".to_string(), s as f64)]));
     let t0 = Instant::now();

@@ -25,6 +25,7 @@
 //!     retries: 1,
 //!     seed: 7,
 //!     faults: vec![],
+//!     kills: vec![],
 //! };
 //! // A "model": the task's seed, scaled by the point's rate.
 //! let run = |t: &parsim_sweep::Task, seed: u64| {

@@ -54,6 +54,12 @@ pub struct SweepSpec {
     /// Injected failures, for testing retry: (point, replication, failing attempts).
     #[serde(default)]
     pub faults: Vec<(usize, u64, u32)>,
+    /// Injected process deaths, for testing isolation: (point, replication,
+    /// failing attempts); the process running such an attempt kills itself
+    /// with SIGKILL (see the caller's runner: the sweep checks
+    /// [`kill_due`](Self::kill_due) where a task runs).
+    #[serde(default)]
+    pub kills: Vec<(usize, u64, u32)>,
 }
 
 /// One task: a replication of a point (`attempt` counts from 0).
@@ -107,6 +113,11 @@ impl SweepSpec {
         let point = if self.common_random_numbers { 0 } else { task.point as u64 + 1 };
         let mut s = StreamKey::new(self.seed).purpose("parsim.sweep").with(point).with(task.replication).stream();
         rand_core::RngCore::next_u64(&mut s) >> 1
+    }
+
+    /// Whether `task`'s attempt is one of the injected process deaths.
+    pub fn kill_due(&self, task: &Task) -> bool {
+        self.kills.iter().any(|&(p, r, k)| p == task.point && r == task.replication && task.attempt < k)
     }
 
     /// A fingerprint of everything that determines the results (checked on `--resume`).

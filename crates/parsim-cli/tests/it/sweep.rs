@@ -60,6 +60,96 @@ fn retried_tasks_give_the_clean_table_and_permanent_failures_are_reported() {
     assert_eq!(got.lines().nth(1), clean.lines().nth(1));
 }
 
+/// The pids of the task processes serving the sweep writing to `out`.
+fn task_processes(out: &Path) -> Vec<u32> {
+    let want = out.to_str().unwrap();
+    let mut pids = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else { continue };
+        let args: Vec<String> = cmd.split(|&b| b == 0).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+        if args.iter().any(|a| a == "--serve") && args.iter().any(|a| a == want) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+#[test]
+fn killed_task_processes_are_retried_and_give_the_clean_table() {
+    let dir = tmp("sweep-isolate");
+    let fixed =
+        "parameters = { \"abm.beta\" = [0.05, 0.07] }\nreplications = 6\nmetrics = [\"attack_rate\"]\nretries = 2";
+    let clean = run_sweep(&sweep_file(&dir, "a.toml", fixed), &dir.join("a"), &[]);
+    // Injected deaths: the task's process SIGKILLs itself (twice for one task).
+    let kills = format!("{fixed}\nisolate = \"process\"\ninject_kills = [[1, 2, 1], [0, 4, 2]]");
+    let f = sweep_file(&dir, "k.toml", &kills);
+    let o = parsim(&["sweep", f.to_str().unwrap(), "--out", dir.join("k").to_str().unwrap(), "--workers", "2"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert_eq!(std::fs::read_to_string(dir.join("k/results.csv")).unwrap(), clean);
+    assert_eq!(err.matches("SIGKILL").count(), 3, "{err}");
+    assert!(err.contains("point 0, replication 4, attempt 2"), "{err}");
+    // A death the sweep does not expect: kill a task process from outside, mid-run.
+    let slow = "parameters = { \"abm.beta\" = [0.05, 0.06, 0.07] }\nreplications = 40\nmetrics = [\"attack_rate\"]";
+    let f = sweep_file(&dir, "s.toml", slow);
+    let want = run_sweep(&f, &dir.join("s"), &["--workers", "2"]);
+    let out = dir.join("x");
+    let child = Command::new(env!("CARGO_BIN_EXE_parsim"))
+        .args(["sweep", f.to_str().unwrap(), "--out", out.to_str().unwrap(), "--workers", "2", "--isolate", "process"])
+        .current_dir(root())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let log = out.join("tasks.jsonl");
+    let t0 = std::time::Instant::now();
+    let victim = loop {
+        let lines = std::fs::read_to_string(&log).map(|s| s.lines().count()).unwrap_or(0);
+        let pids = task_processes(&out);
+        if lines > 10 && !pids.is_empty() {
+            break pids[0];
+        }
+        assert!(t0.elapsed().as_secs() < 60, "the sweep did not start");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    };
+    let k = Command::new("kill").args(["-9", &victim.to_string()]).status().unwrap();
+    assert!(k.success());
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert_eq!(std::fs::read_to_string(out.join("results.csv")).unwrap(), want);
+    // The kill landed during a task (a failed attempt, retried) or between two (the next task restarts it).
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    assert!(j["failed_attempts"].as_u64().unwrap() <= 1, "{err}");
+    assert!(task_processes(&out).is_empty(), "task processes left behind");
+}
+
+#[test]
+fn a_task_over_its_time_limit_is_killed_and_reported() {
+    let dir = tmp("sweep-timeout");
+    let f = sweep_file(
+        &dir,
+        "t.toml",
+        "parameters = { \"abm.beta\" = [0.05] }\nreplications = 2\nretries = 1\nisolate = \"process\"\ntask_timeout_s = 0.000001",
+    );
+    let out = dir.join("t");
+    let o = parsim(&["sweep", f.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("timed out after") && err.contains("giving up"), "{err}");
+    let row: Vec<String> = std::fs::read_to_string(out.join("results.csv"))
+        .unwrap()
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split(',')
+        .map(String::from)
+        .collect();
+    assert_eq!((row[2].as_str(), row[3].as_str()), ("2", "2"), "{row:?}");
+}
+
 #[test]
 fn a_killed_sweep_resumed_gives_the_uninterrupted_table() {
     let dir = tmp("sweep-resume");
@@ -129,6 +219,16 @@ fn bad_sweeps_exit_2_with_the_key_and_line() {
         &["conf.toml:15", "confidence"],
     );
     bad("uconf.toml", "parameters = { \"abm.beta\" = [0.1] }\nuntil = { metric = \"attack_rate\", rel_halfwidth = 0.1, confidence = 0 }", &["until.confidence"]);
+    bad(
+        "iso.toml",
+        "parameters = { \"abm.beta\" = [0.1] }\nreplications = 2\nisolate = \"fork\"",
+        &["iso.toml:15", "isolate"],
+    );
+    bad(
+        "tmo.toml",
+        "parameters = { \"abm.beta\" = [0.1] }\nreplications = 2\ntask_timeout_s = 5",
+        &["task_timeout_s needs isolate"],
+    );
     // A sweep scenario given to `parsim run` says what to do.
     let f = sweep_file(&dir, "run.toml", "parameters = { \"abm.beta\" = [0.1] }\nreplications = 2");
     let o = parsim(&["run", f.to_str().unwrap()]);
@@ -157,4 +257,27 @@ fn the_table_under_mpirun_equals_threads() {
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         assert_eq!(std::fs::read_to_string(out.join("results.csv")).unwrap(), want, "mpirun -n {n}");
     }
+}
+
+#[cfg(feature = "mpi")]
+#[test]
+fn killed_task_processes_under_mpirun_are_retried() {
+    let dir = tmp("sweep-mpi-kill");
+    let fixed = "parameters = { \"abm.beta\" = [0.05, 0.07] }\nreplications = 6\nmetrics = [\"attack_rate\"]";
+    let clean = run_sweep(&sweep_file(&dir, "a.toml", fixed), &dir.join("a"), &[]);
+    let f =
+        sweep_file(&dir, "k.toml", &format!("{fixed}\nisolate = \"process\"\ninject_kills = [[1, 2, 1], [0, 4, 2]]"));
+    let out = dir.join("m");
+    let o = Command::new("mpirun")
+        .args(["--allow-run-as-root", "--oversubscribe", "-n", "3", env!("CARGO_BIN_EXE_parsim")])
+        .args(["sweep", f.to_str().unwrap(), "--backend", "mpi", "--out", out.to_str().unwrap()])
+        .env("OMPI_MCA_plm", "isolated")
+        .current_dir(root())
+        .stdin(Stdio::null())
+        .output()
+        .expect("mpirun");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert_eq!(err.matches("SIGKILL").count(), 3, "{err}");
+    assert_eq!(std::fs::read_to_string(out.join("results.csv")).unwrap(), clean);
 }

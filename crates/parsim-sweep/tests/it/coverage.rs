@@ -21,6 +21,7 @@ fn sweep(seed: u64, reps: Replications) -> SweepSpec {
         retries: 0,
         seed,
         faults: Vec::new(),
+        kills: Vec::new(),
     }
 }
 

@@ -18,6 +18,7 @@ fn sweep(reps: Replications) -> SweepSpec {
         retries: 2,
         seed: 11,
         faults: Vec::new(),
+        kills: Vec::new(),
     }
 }
 
