@@ -18,6 +18,7 @@ use crate::runner::write_atomic;
 struct Report {
     cpu_task_ms: f64,
     cpu_efficiency_w2: f64,
+    cpu_busy_fraction_w2: f64,
     epidemic_task_ms: f64,
     epidemic_efficiency_w2: f64,
     overhead_us_w1: f64,
@@ -58,10 +59,18 @@ fn cpu_task(draws: u64) -> impl Fn(&Task, u64) -> std::result::Result<Metrics, S
     }
 }
 
-fn time(spec: &SweepSpec, w: usize, runner: &exec::Runner<'_>) -> f64 {
+/// Wall time of the sweep on `w` workers, and the time spent inside tasks (summed over workers).
+fn time(spec: &SweepSpec, w: usize, runner: &exec::Runner<'_>) -> (f64, f64) {
+    let busy = std::sync::Mutex::new(0.0);
+    let timed = |t: &Task, s: u64| {
+        let t0 = Instant::now();
+        let r = runner(t, s);
+        *busy.lock().expect("busy") += t0.elapsed().as_secs_f64();
+        r
+    };
     let t0 = Instant::now();
-    exec::run_threads(spec, w, runner, &mut Store::memory(), Vec::new(), &|_| {}).expect("sweep");
-    t0.elapsed().as_secs_f64()
+    exec::run_threads(spec, w, &timed, &mut Store::memory(), Vec::new(), &|_| {}).expect("sweep");
+    (t0.elapsed().as_secs_f64(), busy.into_inner().expect("busy"))
 }
 
 /// Runs the benchmark.
@@ -74,12 +83,14 @@ pub fn run(out: PathBuf, quick: bool, reps: usize) -> Result<()> {
     let per = probe.elapsed().as_secs_f64();
     let draws = ((0.005 / per.max(1e-9)) * 200_000.0) as u64;
     let cpu = cpu_task(draws.max(1000));
-    let (mut t1, mut t2) = (Vec::new(), Vec::new());
+    let (mut t1, mut t2, mut u2) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..reps {
-        t1.push(time(&spec, 1, &cpu));
-        t2.push(time(&spec, 2, &cpu));
+        t1.push(time(&spec, 1, &cpu).0);
+        let (wall, busy) = time(&spec, 2, &cpu);
+        t2.push(wall);
+        u2.push(busy / (2.0 * wall));
     }
-    let (c1, c2) = (median(t1), median(t2));
+    let (c1, c2, cu) = (median(t1), median(t2), median(u2));
     // The epidemic scenario's tasks, through the scenario runner.
     let text = "[run]\nmodel = \"epidemic\"\n\n[abm]\npopulation = \"er\"\nagents = 5000\nmean_degree = 10\ngraph_seed = 5\ndays = 120\n";
     let sc = crate::scenario::Scenario::parse(std::path::Path::new("bench.toml"), text.to_string())?;
@@ -103,8 +114,8 @@ pub fn run(out: PathBuf, quick: bool, reps: usize) -> Result<()> {
     };
     let (mut e1, mut e2) = (Vec::new(), Vec::new());
     for _ in 0..reps {
-        e1.push(time(&spec, 1, &epi));
-        e2.push(time(&spec, 2, &epi));
+        e1.push(time(&spec, 1, &epi).0);
+        e2.push(time(&spec, 2, &epi).0);
     }
     let (p1, p2) = (median(e1), median(e2));
     let n_empty = if quick { 20_000 } else { 200_000 };
@@ -153,6 +164,7 @@ pub fn run(out: PathBuf, quick: bool, reps: usize) -> Result<()> {
         isolate_process_extra_ms_per_task: 1e3 * 2.0 * (sp - st) / tasks as f64,
         cpu_task_ms: 1e3 * c1 / tasks as f64,
         cpu_efficiency_w2: c1 / (2.0 * c2),
+        cpu_busy_fraction_w2: cu,
         epidemic_task_ms: 1e3 * p1 / tasks as f64,
         epidemic_efficiency_w2: p1 / (2.0 * p2),
         overhead_us_w1: o1 * 1e6,
@@ -161,8 +173,8 @@ pub fn run(out: PathBuf, quick: bool, reps: usize) -> Result<()> {
     };
     println!("{tasks} tasks, medians of {reps} runs (W = 1 and 2 interleaved)");
     println!(
-        "  CPU task ({:.2} ms):      W=1 {c1:.3} s, W=2 {c2:.3} s, efficiency at W=2 {:.3}",
-        r.cpu_task_ms, r.cpu_efficiency_w2
+        "  CPU task ({:.2} ms):      W=1 {c1:.3} s, W=2 {c2:.3} s, efficiency at W=2 {:.3}; workers busy in tasks {:.4} of W=2's wall time",
+        r.cpu_task_ms, r.cpu_efficiency_w2, r.cpu_busy_fraction_w2
     );
     println!(
         "  epidemic task ({:.2} ms): W=1 {p1:.3} s, W=2 {p2:.3} s, efficiency at W=2 {:.3}",
