@@ -520,7 +520,9 @@ pub fn run(a: SweepArgs) -> Result<()> {
             for s in &a.set {
                 args.extend(["--set".to_string(), s.clone()]);
             }
-            args.extend(["--out".to_string(), out.display().to_string(), "--serve".to_string()]);
+            // The child reads the same scenario; `--isolate` keeps its checks those of the parent.
+            args.extend(["--isolate", "process", "--out"].map(String::from));
+            args.extend([out.display().to_string(), "--serve".to_string()]);
             std::env::current_exe().map(|exe| crate::sweep_process::ProcessPool::new(exe, args, timeout))
         })
         .transpose()?;

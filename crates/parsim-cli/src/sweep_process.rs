@@ -88,7 +88,7 @@ impl Server {
         if let Some(t) = timed_out {
             let _ = self.child.kill();
             let _ = self.child.wait();
-            return format!("timed out after {:.1} s; its task process was killed", t.as_secs_f64());
+            return format!("timed out after {t:?}; its task process was killed");
         }
         match self.child.wait() {
             Ok(st) => format!("its task process (pid {}) died: {st}", self.child.id()),

@@ -132,10 +132,11 @@ fn a_task_over_its_time_limit_is_killed_and_reported() {
     let f = sweep_file(
         &dir,
         "t.toml",
-        "parameters = { \"abm.beta\" = [0.05] }\nreplications = 2\nretries = 1\nisolate = \"process\"\ntask_timeout_s = 0.000001",
+        "parameters = { \"abm.beta\" = [0.05] }\nreplications = 2\nretries = 1\ntask_timeout_s = 0.000001",
     );
     let out = dir.join("t");
-    let o = parsim(&["sweep", f.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    // Isolation from the command line: the children get it too.
+    let o = parsim(&["sweep", f.to_str().unwrap(), "--out", out.to_str().unwrap(), "--isolate", "process"]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
     assert!(err.contains("timed out after") && err.contains("giving up"), "{err}");
