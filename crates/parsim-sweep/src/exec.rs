@@ -262,7 +262,7 @@ impl<'a> Coordinator<'a> {
 
 fn run_one(spec: &SweepSpec, runner: &Runner<'_>, task: &Task) -> std::result::Result<Metrics, String> {
     let seed = spec.task_seed(task);
-    let injected = spec.faults.iter().any(|&(p, r, k)| p == task.point && r == task.replication && task.attempt < k);
+    let injected = spec.fault_due(task);
     match catch_unwind(AssertUnwindSafe(|| {
         if injected {
             panic!("injected fault (point {}, replication {}, attempt {})", task.point, task.replication, task.attempt);

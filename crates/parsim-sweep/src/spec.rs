@@ -115,9 +115,14 @@ impl SweepSpec {
         rand_core::RngCore::next_u64(&mut s) >> 1
     }
 
+    /// Whether `task`'s attempt is one of the injected panics.
+    pub fn fault_due(&self, task: &Task) -> bool {
+        due(&self.faults, task)
+    }
+
     /// Whether `task`'s attempt is one of the injected process deaths.
     pub fn kill_due(&self, task: &Task) -> bool {
-        self.kills.iter().any(|&(p, r, k)| p == task.point && r == task.replication && task.attempt < k)
+        due(&self.kills, task)
     }
 
     /// A fingerprint of everything that determines the results (checked on `--resume`).
@@ -164,4 +169,9 @@ pub fn latin_hypercube(ranges: &[(String, f64, f64)], n: usize, seed: u64) -> Ve
             values: ranges.iter().zip(&cols).map(|((key, _, _), c)| (key.clone(), Value::from(c[i]))).collect(),
         })
         .collect()
+}
+
+/// Whether `task`'s attempt is among `list`'s (point, replication, failing attempts).
+fn due(list: &[(usize, u64, u32)], task: &Task) -> bool {
+    list.iter().any(|&(p, r, k)| p == task.point && r == task.replication && task.attempt < k)
 }
