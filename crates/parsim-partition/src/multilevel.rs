@@ -1,11 +1,15 @@
 //! Multilevel k-way partitioning: coarsen (heavy-edge matching, or
-//! label-propagation clustering where matching stalls), partition the
-//! coarsest graph by recursive bisection (greedy growing + FM, several
-//! tries), then project back level by level with k-way refinement.
+//! label-propagation clustering where matching stalls) to n / (20 log2 k)
+//! vertices, partition the coarsest graph by recursive multilevel bisection
+//! (each bisection the best of greedy growings and a spectral split, refined
+//! by FM on every level of its own hierarchy), then project back level by
+//! level with k-way refinement (greedy passes, k-way FM) and pairwise
+//! two-way FM on bands around the boundary of each pair of adjacent parts.
 
 mod bisect;
 mod coarsen;
 mod contiguity;
+mod pairwise;
 mod refine;
 
 use parsim_core::rng::{Stream, StreamKey};
@@ -40,11 +44,56 @@ struct Level {
     cmap: Vec<u32>,
 }
 
+/// One coarsening step of `cur` (`None` when it no longer shrinks):
+/// heavy-edge matching, or label-propagation clustering on skewed-degree
+/// graphs and where matching stalls. `power_law` records, across the levels
+/// of one hierarchy, that clustering took over.
+pub(crate) fn coarsen_step(
+    cur: &Graph,
+    rng: &mut Stream,
+    maxw: &[i64],
+    class: Option<&[u64]>,
+    first: bool,
+    power_law: &mut bool,
+) -> Option<(Vec<u32>, usize)> {
+    // Skewed degrees (social, web graphs): clustering coarsens along
+    // communities, where matching merges across them.
+    let avg = cur.adjncy.len() as f64 / cur.n().max(1) as f64;
+    let maxdeg = (0..cur.n()).map(|v| cur.degree(v)).max().unwrap_or(0) as f64;
+    let skewed = first && maxdeg > 20.0 * avg.max(1.0);
+    let (mut cmap, mut cn) = if skewed || *power_law {
+        *power_law = true;
+        coarsen::cluster(cur, rng, maxw, class)
+    } else {
+        coarsen::heavy_edge_matching(cur, rng, maxw, class)
+    };
+    if cn as f64 > 0.85 * cur.n() as f64 && !*power_law {
+        // Matching stalls (stars, power-law hubs): cluster instead.
+        let (c2, n2) = coarsen::cluster(cur, rng, maxw, class);
+        if n2 < cn {
+            (cmap, cn) = (c2, n2);
+        }
+    }
+    if cn as f64 > 0.95 * cur.n() as f64 && *power_law {
+        // Clusters stopped shrinking: match what is left.
+        (cmap, cn) = coarsen::heavy_edge_matching(cur, rng, maxw, class);
+    }
+    (cn as f64 <= 0.95 * cur.n() as f64).then_some((cmap, cn))
+}
+
+/// How far the k-way hierarchy coarsens: METIS's rule, n / (20 log2 k)
+/// vertices but at least 30 k (the initial partitioning, a multilevel
+/// recursive bisection, coarsens further).
+fn coarsen_target(n: usize, k: usize) -> usize {
+    let lg = (k as f64).log2().max(1.0);
+    ((n as f64 / (20.0 * lg)) as usize).max(30 * k).max(160)
+}
+
 /// Coarsens `g`; with `class`, only vertices of the same class are merged
 /// (an iterated V-cycle keeps its partition on every level, pinned vertices
 /// stay with their part, repartitioning keeps track of where vertices were).
 fn coarsen_all(g: &Graph, k: usize, rng: &mut Stream, class: Option<Vec<u64>>) -> Vec<Level> {
-    let coarsen_to = (30 * k).max(160);
+    let coarsen_to = coarsen_target(g.n(), k);
     let total = g.total_weights();
     let maxw: Vec<i64> = total.iter().map(|&t| ((1.5 * t as f64 / coarsen_to as f64).ceil() as i64).max(1)).collect();
     let mut levels: Vec<Level> = Vec::new();
@@ -55,32 +104,8 @@ fn coarsen_all(g: &Graph, k: usize, rng: &mut Stream, class: Option<Vec<u64>>) -
         if cur.n() <= coarsen_to {
             break;
         }
-        let p = cur_part.as_deref();
-        // Skewed degrees (social, web graphs): clustering coarsens along
-        // communities, where matching merges across them.
-        let avg = cur.adjncy.len() as f64 / cur.n().max(1) as f64;
-        let maxdeg = (0..cur.n()).map(|v| cur.degree(v)).max().unwrap_or(0) as f64;
-        let skewed = levels.is_empty() && maxdeg > 20.0 * avg.max(1.0);
-        let (mut cmap, mut cn) = if skewed || power_law {
-            power_law = true;
-            coarsen::cluster(cur, rng, &maxw, p)
-        } else {
-            coarsen::heavy_edge_matching(cur, rng, &maxw, p)
-        };
-        if cn as f64 > 0.85 * cur.n() as f64 && !power_law {
-            // Matching stalls (stars, power-law hubs): cluster instead.
-            let (c2, n2) = coarsen::cluster(cur, rng, &maxw, p);
-            if n2 < cn {
-                (cmap, cn) = (c2, n2);
-            }
-        }
-        if cn as f64 > 0.95 * cur.n() as f64 && power_law {
-            // Clusters stopped shrinking: match what is left.
-            (cmap, cn) = coarsen::heavy_edge_matching(cur, rng, &maxw, p);
-        }
-        if cn as f64 > 0.95 * cur.n() as f64 {
-            break;
-        }
+        let step = coarsen_step(cur, rng, &maxw, cur_part.as_deref(), levels.is_empty(), &mut power_law);
+        let Some((cmap, cn)) = step else { break };
         let graph = coarsen::contract(cur, &cmap, cn);
         if let Some(p) = cur_part.as_mut() {
             *p = restrict(&cmap, cn, p);
@@ -90,17 +115,18 @@ fn coarsen_all(g: &Graph, k: usize, rng: &mut Stream, class: Option<Vec<u64>>) -
     levels
 }
 
-/// One multilevel run; with `start`, an iterated V-cycle that keeps and
-/// improves that partition. Pinned vertices (`cfg.fixed`) never move; with
-/// `home`, moving a vertex away from its home part costs `alpha` per unit weight.
-fn vcycle(
-    g: &Graph,
-    cfg: &Config,
-    lim: &Limits,
-    rng: &mut Stream,
-    start: Option<&[u32]>,
-    home: Option<Home<'_>>,
-) -> Vec<u32> {
+/// The coarse levels of one V-cycle, with the pins and homes restricted to each.
+struct Hierarchy {
+    levels: Vec<Level>,
+    /// Pins on every level (index 0: the input graph).
+    fixed_at: Option<Vec<Vec<u32>>>,
+    /// Homes on every level.
+    home_at: Option<Vec<Vec<u32>>>,
+}
+
+/// Coarsens `g` for one V-cycle; with `start`, the partition to keep on
+/// every level (an iterated V-cycle). Pinned vertices stay with their part.
+fn hierarchy(g: &Graph, cfg: &Config, rng: &mut Stream, start: Option<&[u32]>, home: Option<Home<'_>>) -> Hierarchy {
     let k = cfg.k;
     let n = g.n();
     let fixed = cfg.fixed.as_deref();
@@ -116,8 +142,6 @@ fn vcycle(
             .collect()
     });
     let levels = coarsen_all(g, k, rng, class);
-    let coarsest = levels.last().map_or(g, |l| &l.graph);
-    // Pins and homes on every level (index 0: the input graph).
     let per_level = |fine: &[u32]| -> Vec<Vec<u32>> {
         let mut all = vec![fine.to_vec()];
         for l in &levels {
@@ -128,20 +152,115 @@ fn vcycle(
     };
     let fixed_at = fixed.map(per_level);
     let home_at = home.map(|h| per_level(h.part));
-    let tries = match cfg.preset {
-        Preset::Fast => 2,
-        Preset::Default => 12,
-        Preset::Strong => 16,
-    };
+    Hierarchy { levels, fixed_at, home_at }
+}
+
+/// One multilevel run; with `start`, an iterated V-cycle that keeps and
+/// improves that partition. Pinned vertices (`cfg.fixed`) never move; with
+/// `home`, moving a vertex away from its home part costs `alpha` per unit weight.
+fn vcycle(
+    g: &Graph,
+    cfg: &Config,
+    lim: &Limits,
+    rng: &mut Stream,
+    start: Option<&[u32]>,
+    home: Option<Home<'_>>,
+) -> Vec<u32> {
+    let h = hierarchy(g, cfg, rng, start, home);
+    solve(g, cfg, lim, rng, &h, start, home, false)
+}
+
+/// What a preset spends where.
+struct Tuning {
+    /// Independent runs (the best is kept), and V-cycles per run.
+    runs: usize,
+    cycles: usize,
+    /// Bisection tries (grown, plus one or two spectral ones) and the
+    /// coarsening hierarchies of each multilevel bisection they are spread over.
+    tries: usize,
+    ncuts: usize,
+    /// Greedy k-way passes per level.
+    passes: usize,
+    /// k-way FM rounds on the coarse levels and on the finest.
+    fm_coarse: usize,
+    fm_finest: usize,
+    /// Pairwise two-way FM at every level: band depth and FM passes (0: none).
+    band: usize,
+    pair_passes: usize,
+}
+
+impl Tuning {
+    /// Measured on `parsim bench partition` (BENCHMARKS.md): the default
+    /// is one V-cycle whose pairwise refinement buys more cut per second
+    /// than a second V-cycle or a second run.
+    fn of(preset: Preset) -> Tuning {
+        match preset {
+            Preset::Fast => Tuning {
+                runs: 1,
+                cycles: 1,
+                tries: 2,
+                ncuts: 1,
+                passes: 4,
+                fm_coarse: 0,
+                fm_finest: 0,
+                band: 0,
+                pair_passes: 0,
+            },
+            Preset::Default => Tuning {
+                runs: 1,
+                cycles: 1,
+                tries: 8,
+                ncuts: 2,
+                passes: 10,
+                fm_coarse: 1,
+                fm_finest: 1,
+                band: 1,
+                pair_passes: 2,
+            },
+            Preset::Strong => Tuning {
+                runs: 3,
+                cycles: 2,
+                tries: 16,
+                ncuts: 3,
+                passes: 10,
+                fm_coarse: 6,
+                fm_finest: 6,
+                band: 2,
+                pair_passes: 4,
+            },
+        }
+    }
+}
+
+/// The initial partition of `h`'s coarsest graph (or `start` carried down
+/// to it), then refinement on every level back to `g`.
+#[allow(clippy::too_many_arguments)]
+fn solve(
+    g: &Graph,
+    cfg: &Config,
+    lim: &Limits,
+    rng: &mut Stream,
+    h: &Hierarchy,
+    start: Option<&[u32]>,
+    home: Option<Home<'_>>,
+    tight: bool,
+) -> Vec<u32> {
+    let k = cfg.k;
+    let t = Tuning::of(cfg.preset);
+    let Hierarchy { levels, fixed_at, home_at } = h;
+    let coarsest = levels.last().map_or(g, |l| &l.graph);
     let fractions: Vec<f64> = (0..k).map(|p| cfg.target(p)).collect();
-    // Bisections get part of the imbalance; k-way refinement the rest.
-    let depth = (k as f64).log2().ceil().max(1.0);
+    // Each bisection may use the whole imbalance (the k-way refinement
+    // evens the parts out; the looser bisections cut less); a `tight` run
+    // splits it over the bisection levels, for instances where evening out
+    // fails (heavy vertices).
+    let depth = if tight { (k as f64).log2().ceil().max(1.0) } else { 1.0 };
     let eps = (1.0 + cfg.imbalance).powf(1.0 / depth) - 1.0;
-    let mut parts = vec![0u32; coarsest.n()];
-    match start {
+    let mut parts = match start {
         None => {
+            let mut parts = vec![0u32; coarsest.n()];
             let ids: Vec<u32> = (0..coarsest.n() as u32).collect();
-            bisect::recursive_bisection(coarsest, &ids, 0, &fractions, eps, tries, rng, &mut parts);
+            bisect::recursive_bisection(coarsest, &ids, 0, &fractions, eps, (t.tries, t.ncuts), rng, &mut parts);
             if let Some(f) = &fixed_at {
                 for (p, &pin) in parts.iter_mut().zip(&f[levels.len()]) {
                     if pin != FREE {
@@ -149,34 +268,40 @@ fn vcycle(
                     }
                 }
             }
+            parts
         }
         Some(p) => {
             // Every coarse vertex lies in one part: carry the partition down.
             let mut fine: Vec<u32> = p.to_vec();
-            for l in &levels {
+            for l in levels {
                 let mut coarse = vec![0u32; l.graph.n()];
                 for (v, &c) in l.cmap.iter().enumerate() {
                     coarse[c as usize] = fine[v];
                 }
                 fine = coarse;
             }
-            parts = fine;
+            fine
         }
-    }
-    // An iterated cycle starts from a good partition: fewer passes do.
-    let passes = if cfg.preset == Preset::Fast || start.is_some() { 4 } else { 10 };
-    let fm_rounds = match (cfg.preset, start.is_some()) {
-        (Preset::Strong, _) => 6,
-        (_, true) => 2,
-        _ => 3,
     };
+    // An iterated cycle starts from a good partition: fewer passes do.
+    let (passes, fm_coarse) = match start {
+        Some(_) => (t.passes.min(4), t.fm_coarse.min(2)),
+        None => (t.passes, t.fm_coarse),
+    };
+    // Pairwise refinement moves vertices without the k-way bookkeeping:
+    // not with pins or homes.
+    let pairs = t.pair_passes > 0 && fixed_at.is_none() && home.is_none();
     // Refine on the coarsest graph and on every finer one.
+    let mut bnd: Option<Vec<bool>> = None;
     for i in (0..=levels.len()).rev() {
         let graph = if i == 0 { g } else { &levels[i - 1].graph };
-        if i < levels.len() {
+        let cand = if i < levels.len() {
             let cmap = &levels[i].cmap;
             parts = cmap.iter().map(|&c| parts[c as usize]).collect();
-        }
+            bnd.take().map(|b| cmap.iter().map(|&c| b[c as usize]).collect())
+        } else {
+            None
+        };
         // Coarse vertices are heavy: let the coarse levels overshoot by up to
         // one average coarse vertex, so refinement can still move them; the
         // finest level keeps the exact limits. (Not with several constraints:
@@ -188,18 +313,27 @@ fn vcycle(
             let slack = k as f64 / graph.n().max(1) as f64;
             Limits::new(&Config { imbalance: cfg.imbalance + slack.min(0.1), ..cfg.clone() }, &total)
         };
-        let mut kw = refine::KWay::new(graph, k, &level_lim, parts);
+        let mut kw = refine::KWay::new(graph, k, &level_lim, parts, cand);
         kw.fixed = fixed_at.as_ref().map(|f| f[i].as_slice());
         kw.home = home_at.as_ref().zip(home).map(|(h, home)| (h[i].as_slice(), home.alpha));
         kw.rebalance();
         kw.greedy(passes, rng);
         kw.rebalance();
-        if cfg.preset != Preset::Fast {
-            // The finest level is the most expensive and gains least from FM rounds.
-            let finest = if cfg.preset == Preset::Strong { fm_rounds } else { 1 };
-            kw.fm(if i == 0 { finest } else { fm_rounds }, rng);
-        }
+        kw.fm(if i == 0 { t.fm_finest } else { fm_coarse }, rng);
+        let mut flags = (i > 0).then(|| kw.boundary_flags());
         parts = kw.parts;
+        if pairs {
+            let moved = pairwise::refine_pairs(graph, &mut parts, k, &level_lim, t.band, t.pair_passes);
+            if let Some(f) = flags.as_mut() {
+                for v in moved {
+                    f[v as usize] = true;
+                    for &u in graph.neighbours(v as usize) {
+                        f[u as usize] = true;
+                    }
+                }
+            }
+        }
+        bnd = flags;
     }
     parts
 }
@@ -265,11 +399,8 @@ pub fn multilevel_kway(g: &Graph, cfg: &Config) -> Result<(Vec<u32>, crate::Metr
         let m = metrics(g, &parts, cfg);
         return Ok((parts, m));
     }
-    let (runs, cycles) = match cfg.preset {
-        Preset::Fast => (1, 1),
-        Preset::Default => (1, 2),
-        Preset::Strong => (6, 3),
-    };
+    let Tuning { runs, cycles, .. } = Tuning::of(cfg.preset);
+    let runs = runs as u64;
     let mut best: Option<(Vec<u32>, crate::Metrics)> = None;
     // Extra runs only while no balanced partition has been found (tight
     // multi-constraint instances), before calling the instance infeasible.
@@ -278,7 +409,9 @@ pub fn multilevel_kway(g: &Graph, cfg: &Config) -> Result<(Vec<u32>, crate::Metr
             break;
         }
         let mut rng = StreamKey::new(cfg.seed).purpose("parsim.partition.multilevel").with(r).stream();
-        let mut parts = vcycle(g, cfg, &lim, &mut rng, None, None);
+        // A run past the planned ones splits the imbalance over the bisections.
+        let h = hierarchy(g, cfg, &mut rng, None, None);
+        let mut parts = solve(g, cfg, &lim, &mut rng, &h, None, None, r >= runs);
         for _ in 1..cycles {
             parts = vcycle(g, cfg, &lim, &mut rng, Some(&parts), None);
         }

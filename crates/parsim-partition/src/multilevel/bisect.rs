@@ -28,7 +28,7 @@ fn excess(w: &[Vec<i64>; 2], s: &Sides) -> i64 {
     (0..2).map(|k| w[k].iter().zip(&s.max[k]).map(|(a, m)| (a - m).max(0)).sum::<i64>()).sum()
 }
 
-fn cut2(g: &Graph, side: &[u8]) -> i64 {
+pub(crate) fn cut2(g: &Graph, side: &[u8]) -> i64 {
     let mut c = 0;
     for v in 0..g.n() {
         for (&u, &w) in g.neighbours(v).iter().zip(g.edge_weights(v)) {
@@ -99,11 +99,24 @@ fn grow(g: &Graph, frac: f64, rng: &mut Stream) -> Vec<u8> {
 
 /// Fiduccia–Mattheyses passes: move the best-gain vertex whose move keeps
 /// the balance (or improves it), lock it, and roll back to the best state.
-pub(crate) fn fm(g: &Graph, side: &mut [u8], s_max: &[Vec<i64>; 2], passes: usize) {
+pub(crate) fn fm(g: &Graph, side: &mut [u8], s_max: &[Vec<i64>; 2], passes: usize) -> i64 {
+    fm_pinned(g, side, s_max, passes, None).1
+}
+
+/// [`fm`], never moving the vertices `pinned` flags; returns the cut
+/// before and after.
+pub(crate) fn fm_pinned(
+    g: &Graph,
+    side: &mut [u8],
+    s_max: &[Vec<i64>; 2],
+    passes: usize,
+    pinned: Option<&[bool]>,
+) -> (i64, i64) {
     let n = g.n();
     let s = Sides { max: s_max.clone() };
     let mut w = side_weights(g, side);
     let mut cut = cut2(g, side);
+    let initial = cut;
     for _ in 0..passes {
         let mut gains: Vec<i64> = (0..n).map(|v| gain(g, side, v)).collect();
         let mut heaps = [BinaryHeap::new(), BinaryHeap::new()];
@@ -112,11 +125,11 @@ pub(crate) fn fm(g: &Graph, side: &mut [u8], s_max: &[Vec<i64>; 2], passes: usiz
                 heaps[side[v] as usize].push((gains[v], v as u32));
             }
         }
-        let mut locked = vec![false; n];
+        let mut locked = pinned.map_or_else(|| vec![false; n], <[bool]>::to_vec);
         let mut moves: Vec<u32> = Vec::new();
         let (start_cut, start_ex) = (cut, excess(&w, &s));
         let (mut best_cut, mut best_ex, mut best_len) = (cut, start_ex, 0usize);
-        let limit = (n / 4).clamp(25, 400);
+        let limit = (n / 100).clamp(25, 100);
         let mut since_best = 0;
         loop {
             // The best admissible move from either side.
@@ -185,6 +198,7 @@ pub(crate) fn fm(g: &Graph, side: &mut [u8], s_max: &[Vec<i64>; 2], passes: usiz
             break;
         }
     }
+    (initial, cut)
 }
 
 /// The limits of a bisection into fractions `frac` and 1 − `frac` with imbalance `eps`.
@@ -194,21 +208,113 @@ fn limits(g: &Graph, frac: f64, eps: f64) -> [Vec<i64>; 2] {
     [lim(frac), lim(1.0 - frac)]
 }
 
+/// Side 0 is the prefix of `order` holding `frac` of the (normalised) weight.
+fn split_order(g: &Graph, order: &[u32], frac: f64) -> Vec<u8> {
+    let total = g.total_weights();
+    let load = |v: usize| -> f64 {
+        g.weights(v).iter().zip(&total).map(|(&w, &t)| if t > 0 { w as f64 / t as f64 } else { 0.0 }).sum::<f64>()
+            / g.ncon as f64
+    };
+    let mut side = vec![1u8; g.n()];
+    let mut have = 0.0;
+    for &v in order {
+        let v = v as usize;
+        if have + 0.5 * load(v) > frac {
+            break;
+        }
+        side[v] = 0;
+        have += load(v);
+    }
+    side
+}
+
 /// The best of `tries` grown-and-refined bisections (balanced first, then the smallest cut).
 pub(crate) fn bisect(g: &Graph, frac: f64, eps: f64, tries: usize, rng: &mut Stream) -> Vec<u8> {
     let lim = limits(g, frac, eps);
     let s = Sides { max: lim.clone() };
     let mut best: Option<(i64, i64, Vec<u8>)> = None;
-    for _ in 0..tries.max(1) {
-        let mut side = grow(g, frac, rng);
-        fm(g, &mut side, &lim, 6);
+    // One more try from the Fiedler vector's order (two when the sides
+    // differ in size: its low end on side 0, then its high end) sees the
+    // global structure greedy growing misses: the communities of a social
+    // graph, the long axis of a mesh. A rough vector (30 Lanczos steps) does.
+    let spectral = if g.n() > 2 {
+        let x = crate::spectral::fiedler_steps(g, rand_core::RngCore::next_u64(rng), 30, 1);
+        let mut order: Vec<u32> = (0..g.n() as u32).collect();
+        order.sort_by(|&a, &b| x[a as usize].total_cmp(&x[b as usize]).then(a.cmp(&b)));
+        if (frac - 0.5).abs() < 1e-9 {
+            // Halves: the high end's split is the low end's, sides swapped.
+            vec![order]
+        } else {
+            let rev: Vec<u32> = order.iter().rev().copied().collect();
+            vec![order, rev]
+        }
+    } else {
+        Vec::new()
+    };
+    for t in 0..tries.max(1) + spectral.len() {
+        let mut side = match spectral.get(t) {
+            Some(order) => split_order(g, order, frac),
+            None => grow(g, frac, rng),
+        };
+        let cut = fm(g, &mut side, &lim, 6);
+        let ex = excess(&side_weights(g, &side), &s);
+        if best.as_ref().is_none_or(|(be, bc, _)| (ex, cut) < (*be, *bc)) {
+            best = Some((ex, cut, side));
+        }
+    }
+    best.expect("at least one try").2
+}
+
+/// Graphs at most this large are bisected directly; larger ones are first
+/// coarsened to about this size.
+const BISECT_COARSEST: usize = 100;
+
+/// Multilevel bisection: the best of `ncuts` hierarchies, each coarsening
+/// `g` to about [`BISECT_COARSEST`] vertices, bisecting the coarsest graph
+/// (the best of its share of `tries`), then projecting the sides back level
+/// by level with FM refinement at each.
+pub(crate) fn ml_bisect(g: &Graph, frac: f64, eps: f64, tries: usize, ncuts: usize, rng: &mut Stream) -> Vec<u8> {
+    if g.n() <= BISECT_COARSEST {
+        return bisect(g, frac, eps, tries, rng);
+    }
+    let ncuts = ncuts.max(1);
+    let lim = limits(g, frac, eps);
+    let s = Sides { max: lim.clone() };
+    let mut best: Option<(i64, i64, Vec<u8>)> = None;
+    for _ in 0..ncuts {
+        let side = ml_bisect_once(g, frac, eps, tries.div_ceil(ncuts), rng, &lim);
         let ex = excess(&side_weights(g, &side), &s);
         let cut = cut2(g, &side);
         if best.as_ref().is_none_or(|(be, bc, _)| (ex, cut) < (*be, *bc)) {
             best = Some((ex, cut, side));
         }
     }
-    best.expect("at least one try").2
+    best.expect("one cut").2
+}
+
+fn ml_bisect_once(g: &Graph, frac: f64, eps: f64, tries: usize, rng: &mut Stream, lim: &[Vec<i64>; 2]) -> Vec<u8> {
+    let total = g.total_weights();
+    let maxw: Vec<i64> =
+        total.iter().map(|&t| ((1.5 * t as f64 / BISECT_COARSEST as f64).ceil() as i64).max(1)).collect();
+    let mut levels: Vec<(Graph, Vec<u32>)> = Vec::new();
+    let mut power_law = false;
+    loop {
+        let cur = levels.last().map_or(g, |l| &l.0);
+        if cur.n() <= BISECT_COARSEST {
+            break;
+        }
+        let Some((cmap, cn)) = super::coarsen_step(cur, rng, &maxw, None, levels.is_empty(), &mut power_law) else {
+            break;
+        };
+        levels.push((super::coarsen::contract(cur, &cmap, cn), cmap));
+    }
+    let mut side = bisect(levels.last().map_or(g, |l| &l.0), frac, eps, tries, rng);
+    for i in (0..levels.len()).rev() {
+        let fine = if i == 0 { g } else { &levels[i - 1].0 };
+        side = levels[i].1.iter().map(|&c| side[c as usize]).collect();
+        let _ = fm(fine, &mut side, lim, 4);
+    }
+    side
 }
 
 /// The subgraph induced by the vertices with `side[v] == which`, and their ids in `g`.
@@ -243,7 +349,7 @@ pub(crate) fn recursive_bisection(
     first: u32,
     fractions: &[f64],
     eps: f64,
-    tries: usize,
+    (tries, ncuts): (usize, usize),
     rng: &mut Stream,
     out: &mut [u32],
 ) {
@@ -257,11 +363,11 @@ pub(crate) fn recursive_bisection(
     let k1 = k / 2;
     let total: f64 = fractions.iter().sum();
     let left: f64 = fractions[..k1].iter().sum();
-    let side = if g.n() == 1 { vec![0u8] } else { bisect(g, left / total, eps, tries, rng) };
+    let side = if g.n() == 1 { vec![0u8] } else { ml_bisect(g, left / total, eps, tries, ncuts, rng) };
     for which in 0..2u8 {
         let (sub, sub_ids) = subgraph(g, &side, which);
         let global: Vec<u32> = sub_ids.iter().map(|&i| ids[i as usize]).collect();
         let (f, p0) = if which == 0 { (&fractions[..k1], first) } else { (&fractions[k1..], first + k1 as u32) };
-        recursive_bisection(&sub, &global, p0, f, eps, tries, rng, out);
+        recursive_bisection(&sub, &global, p0, f, eps, (tries, ncuts), rng, out);
     }
 }

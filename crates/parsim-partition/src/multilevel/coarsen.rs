@@ -23,6 +23,15 @@ pub(crate) fn permutation(n: usize, rng: &mut Stream) -> Vec<u32> {
     p
 }
 
+/// splitmix64's finaliser: a cheap, well-mixed hash of `x`.
+#[inline]
+pub(crate) fn hash(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
 #[inline]
 fn fits(g: &Graph, a: usize, b: usize, maxw: &[i64]) -> bool {
     if g.ncon == 1 {
@@ -61,14 +70,21 @@ pub(crate) fn heavy_edge_matching(
         start[d] += 1;
     }
     let same = |a: usize, b: usize| class.is_none_or(|p| p[a] == p[b]);
+    let salt = rand_core::RngCore::next_u64(rng);
     for v in order {
         let v = v as usize;
         if mate[v] != u32::MAX {
             continue;
         }
         let (mut best, mut bw) = (v as u32, 0i64);
-        for (&u, &w) in g.neighbours(v).iter().zip(g.edge_weights(v)) {
-            if mate[u as usize] == u32::MAX && w > bw && fits(g, v, u as usize, maxw) && same(v, u as usize) {
+        // Ties go to the first candidate from a per-vertex offset, so that
+        // equal weights do not all pull the same way through the ids.
+        let (nb, ew) = (g.neighbours(v), g.edge_weights(v));
+        let d = nb.len();
+        let off = ((u128::from(hash(v as u64 ^ salt)) * d as u128) >> 64) as usize;
+        let (head, tail) = (nb[off..].iter().zip(&ew[off..]), nb[..off].iter().zip(&ew[..off]));
+        for (&u, &w) in head.chain(tail) {
+            if w > bw && mate[u as usize] == u32::MAX && fits(g, v, u as usize, maxw) && same(v, u as usize) {
                 best = u;
                 bw = w;
             }
@@ -194,24 +210,39 @@ pub(crate) fn contract(g: &Graph, cmap: &[u32], cn: usize) -> Graph {
                 }
             }
             let (lo, hi) = (g.xadj[v] as usize, g.xadj[v + 1] as usize);
-            for i in lo..hi {
-                let cu = cmap[g.adjncy[i] as usize];
+            for (&u, &w) in g.adjncy[lo..hi].iter().zip(&g.adjwgt[lo..hi]) {
+                let cu = cmap[u as usize];
                 if cu as usize == c {
+                    continue;
+                }
+                // Short rows: a scan of the row is cheaper than a cache miss in `pos`.
+                let len = adjncy.len();
+                if len - row <= 12 {
+                    if let Some(j) = adjncy[row..].iter().position(|&x| x == cu) {
+                        adjwgt[row + j] += w;
+                        continue;
+                    }
+                    adjncy.push(cu);
+                    adjwgt.push(w);
+                    if len + 1 - row > 12 {
+                        // The row outgrew the scan: index it.
+                        for (j, &x) in adjncy[row..].iter().enumerate() {
+                            pos[x as usize] = (row + j) as u32;
+                        }
+                    }
                     continue;
                 }
                 let p = pos[cu as usize] as usize;
                 if p != u32::MAX as usize && p >= row {
-                    adjwgt[p] += g.adjwgt[i];
+                    adjwgt[p] += w;
                 } else {
-                    pos[cu as usize] = adjncy.len() as u32;
+                    pos[cu as usize] = len as u32;
                     adjncy.push(cu);
-                    adjwgt.push(g.adjwgt[i]);
+                    adjwgt.push(w);
                 }
             }
         }
         xadj.push(adjncy.len() as u64);
     }
-    adjncy.shrink_to_fit();
-    adjwgt.shrink_to_fit();
     Graph { xadj, adjncy, adjwgt, ncon, vwgt, vsize: None, coords: None, dim: 0 }
 }

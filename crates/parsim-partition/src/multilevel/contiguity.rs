@@ -149,7 +149,10 @@ fn stays_connected(g: &Graph, parts: &[u32], v: usize, size: usize, mark: &mut [
 }
 
 /// Moves boundary vertices out of parts over their limit, cheapest first,
-/// never one whose removal would split its part. Returns whether all parts fit.
+/// never one whose removal would split its part. A vertex goes to an
+/// adjacent part with room, or else to an adjacent part lighter than its
+/// own even after the move (which may then pass weight on: overweight
+/// flows down to parts with room through full ones). Returns whether all parts fit.
 pub(crate) fn rebalance_contiguous(
     g: &Graph,
     parts: &mut [u32],
@@ -166,40 +169,20 @@ pub(crate) fn rebalance_contiguous(
     }
     let mut mark = vec![0u32; n];
     let mut stamp = 0u32;
-    for _ in 0..n {
-        let Some(p) = (0..k).filter(|&p| pw[p] > lim.get(p, 0)).max_by_key(|&p| pw[p] - lim.get(p, 0)) else {
+    let over = |pw: &[i64], p: usize| pw[p] - lim.get(p, 0);
+    // Each round empties an overweight part as far as it can: the most
+    // overweight one that can move anything (a full neighbour may pass
+    // weight on where the heaviest part cannot).
+    for _ in 0..4 * k + n.min(1000) {
+        let mut heavy: Vec<usize> = (0..k).filter(|&p| over(&pw, p) > 0).collect();
+        if heavy.is_empty() {
             return true;
-        };
-        // Candidates: (loss, v, q) for boundary vertices of p and parts q with room.
-        let mut cand = Vec::new();
-        for v in (0..n).filter(|&v| parts[v] as usize == p && fixed.is_none_or(|f| f[v] == FREE)) {
-            let mut conn = std::collections::BTreeMap::<usize, i64>::new();
-            let mut int = 0;
-            for (&u, &w) in g.neighbours(v).iter().zip(g.edge_weights(v)) {
-                let q = parts[u as usize] as usize;
-                if q == p {
-                    int += w;
-                } else {
-                    *conn.entry(q).or_insert(0) += w;
-                }
-            }
-            let w = g.weights(v)[0];
-            if let Some((&q, &c)) = conn.iter().filter(|(&q, _)| pw[q] + w <= lim.get(q, 0)).max_by_key(|(_, &c)| c) {
-                cand.push((int - c, v, q));
-            }
         }
-        cand.sort_unstable();
+        heavy.sort_by_key(|&p| (std::cmp::Reverse(over(&pw, p)), p));
         let mut moved = false;
-        for (_, v, q) in cand {
-            stamp += 1;
-            if stays_connected(g, parts, v, size[p], &mut mark, stamp) {
-                let w = g.weights(v)[0];
-                parts[v] = q as u32;
-                pw[p] -= w;
-                pw[q] += w;
-                size[p] -= 1;
-                size[q] += 1;
-                moved = true;
+        for p in heavy {
+            moved = drain(g, parts, (&mut pw, &mut size), p, lim, fixed, (&mut mark, &mut stamp));
+            if moved {
                 break;
             }
         }
@@ -208,4 +191,63 @@ pub(crate) fn rebalance_contiguous(
         }
     }
     (0..k).all(|p| pw[p] <= lim.get(p, 0))
+}
+
+/// Moves boundary vertices of part `p` (cheapest first) while it is over its
+/// limit: each to an adjacent part with room, or else to one lighter than
+/// `p` even after the move; never one whose removal splits `p`. Returns
+/// whether anything moved.
+fn drain(
+    g: &Graph,
+    parts: &mut [u32],
+    (pw, size): (&mut [i64], &mut [usize]),
+    p: usize,
+    lim: &Limits,
+    fixed: Option<&[u32]>,
+    (mark, stamp): (&mut [u32], &mut u32),
+) -> bool {
+    let n = g.n();
+    let accepts = |pw: &[i64], q: usize, w: i64| pw[q] + w <= lim.get(q, 0) || pw[q] + w < pw[p] - w;
+    // Candidates: (no room, loss, v, q) for the boundary vertices of p.
+    let mut cand = Vec::new();
+    for v in (0..n).filter(|&v| parts[v] as usize == p && fixed.is_none_or(|f| f[v] == FREE)) {
+        let mut conn = std::collections::BTreeMap::<usize, i64>::new();
+        let mut int = 0;
+        for (&u, &w) in g.neighbours(v).iter().zip(g.edge_weights(v)) {
+            let q = parts[u as usize] as usize;
+            if q == p {
+                int += w;
+            } else {
+                *conn.entry(q).or_insert(0) += w;
+            }
+        }
+        let w = g.weights(v)[0];
+        let best =
+            conn.iter().filter(|(&q, _)| accepts(pw, q, w)).min_by_key(|(&q, &c)| (pw[q] + w > lim.get(q, 0), -c, q));
+        if let Some((&q, &c)) = best {
+            cand.push((pw[q] + w > lim.get(q, 0), int - c, v, q));
+        }
+    }
+    cand.sort_unstable();
+    let mut moved = false;
+    for (_, _, v, q) in cand {
+        let w = g.weights(v)[0];
+        if pw[p] <= lim.get(p, 0) {
+            break;
+        }
+        // Weights changed since the candidates were listed.
+        if !accepts(pw, q, w) {
+            continue;
+        }
+        *stamp += 1;
+        if stays_connected(g, parts, v, size[p], mark, *stamp) {
+            parts[v] = q as u32;
+            pw[p] -= w;
+            pw[q] += w;
+            size[p] -= 1;
+            size[q] += 1;
+            moved = true;
+        }
+    }
+    moved
 }

@@ -21,17 +21,51 @@ pub(crate) struct KWay<'a> {
     pub fixed: Option<&'a [u32]>,
     /// Repartitioning: each vertex's home part, and the cost per unit weight of leaving it.
     pub home: Option<(&'a [u32], i64)>,
+    /// A superset of the boundary: the vertices that may have a neighbour in
+    /// another part (each once; `is_cand` flags them). Moves add the moved
+    /// vertex and its neighbours; [`KWay::boundary`] trims it to the boundary.
+    cand: Vec<u32>,
+    is_cand: Vec<bool>,
 }
 
 impl<'a> KWay<'a> {
-    pub fn new(g: &'a Graph, k: usize, lim: &'a Limits, parts: Vec<u32>) -> Self {
+    /// Refinement of `parts`; `cand`, when given, flags a superset of the
+    /// boundary (the vertices whose coarse vertex was on the coarse boundary).
+    pub fn new(g: &'a Graph, k: usize, lim: &'a Limits, parts: Vec<u32>, cand: Option<Vec<bool>>) -> Self {
         let mut pw = vec![0i64; k * g.ncon];
         for v in 0..g.n() {
             for (c, w) in g.weights(v).iter().enumerate() {
                 pw[parts[v] as usize * g.ncon + c] += w;
             }
         }
-        KWay { g, k, lim, parts, pw, conn: vec![0; k], touched: Vec::new(), fixed: None, home: None }
+        let is_cand = cand.unwrap_or_else(|| vec![true; g.n()]);
+        let cand = (0..g.n() as u32).filter(|&v| is_cand[v as usize]).collect();
+        KWay { g, k, lim, parts, pw, conn: vec![0; k], touched: Vec::new(), fixed: None, home: None, cand, is_cand }
+    }
+
+    /// Flags of the boundary vertices (for the next finer level's candidates).
+    pub fn boundary_flags(&mut self) -> Vec<bool> {
+        self.trim();
+        std::mem::take(&mut self.is_cand)
+    }
+
+    #[inline]
+    fn on_boundary(&self, v: usize) -> bool {
+        let p = self.parts[v];
+        self.g.neighbours(v).iter().any(|&u| self.parts[u as usize] != p)
+    }
+
+    /// Drops the candidates that are not on the boundary.
+    fn trim(&mut self) {
+        let mut cand = std::mem::take(&mut self.cand);
+        cand.retain(|&v| {
+            let keep = self.on_boundary(v as usize);
+            if !keep {
+                self.is_cand[v as usize] = false;
+            }
+            keep
+        });
+        self.cand = cand;
     }
 
     #[inline]
@@ -88,6 +122,12 @@ impl<'a> KWay<'a> {
             self.pw[q * ncon + c] += w;
         }
         self.parts[v] = q as u32;
+        for &u in std::iter::once(&(v as u32)).chain(self.g.neighbours(v)) {
+            if !self.is_cand[u as usize] {
+                self.is_cand[u as usize] = true;
+                self.cand.push(u);
+            }
+        }
     }
 
     /// Fills `conn` with v's connection to each adjacent part; returns its internal weight.
@@ -112,14 +152,9 @@ impl<'a> KWay<'a> {
     }
 
     /// The vertices with a neighbour in another part, in random order.
-    fn boundary(&self, rng: &mut Stream) -> Vec<u32> {
-        let mut b: Vec<u32> = (0..self.g.n())
-            .filter(|&v| {
-                let p = self.parts[v];
-                self.g.neighbours(v).iter().any(|&u| self.parts[u as usize] != p)
-            })
-            .map(|v| v as u32)
-            .collect();
+    fn boundary(&mut self, rng: &mut Stream) -> Vec<u32> {
+        self.trim();
+        let mut b = self.cand.clone();
         for i in (1..b.len()).rev() {
             let j = rng.below(i as u64 + 1) as usize;
             b.swap(i, j);
@@ -285,13 +320,21 @@ impl<'a> KWay<'a> {
     /// parts with room (adjacent ones preferred). Returns whether all parts fit.
     pub fn rebalance(&mut self) -> bool {
         let n = self.g.n();
-        for _round in 0..4 {
+        for round in 0..4 {
             if !(0..self.k).any(|p| self.over(p)) {
                 return true;
             }
+            // The first rounds move boundary vertices only; later ones any.
+            let from: Vec<u32> = if round < 2 {
+                self.trim();
+                self.cand.clone()
+            } else {
+                (0..n as u32).collect()
+            };
             // Candidates: (loss, v, target), computed once per round.
             let mut cand: Vec<(i64, u32, u32)> = Vec::new();
-            for v in 0..n {
+            for v in from {
+                let v = v as usize;
                 let p = self.parts[v] as usize;
                 if !self.over(p) || self.pinned(v) {
                     continue;

@@ -3,4 +3,5 @@
 mod bad_input;
 mod formats;
 mod methods;
+mod props;
 mod support;
