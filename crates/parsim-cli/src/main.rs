@@ -92,7 +92,7 @@ enum Command {
         /// gpmetis's -ptype=rb|kway (both run the multilevel method).
         #[arg(long, hide = true)]
         ptype: Option<String>,
-        /// gpmetis's -objtype=cut|vol (the cut is minimised; the volume is reported).
+        /// gpmetis's -objtype=cut|vol: minimise the edge cut (default) or the total communication volume.
         #[arg(long, hide = true)]
         objtype: Option<String>,
         /// Contiguous parts (gpmetis: -contig): every part one connected piece.
@@ -332,7 +332,26 @@ fn cmd_info() {
     println!("mpi library: (not compiled in; build with --features mpi)");
 }
 
+/// A closed stdout (`parsim … | head -1`) ends the program quietly, as a
+/// SIGPIPE would, instead of a "failed printing to stdout" panic.
+fn quiet_broken_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if msg.contains("Broken pipe") {
+            std::process::exit(141);
+        }
+        default(info);
+    }));
+}
+
 fn main() -> ExitCode {
+    quiet_broken_pipe();
     let cli = Cli::parse_from(partition_cmd::gpmetis_spellings(std::env::args().collect()));
     let result = match cli.command {
         Command::Run { scenario, ranks, backend, out, trace, seed, set, dry_run, verify } => {
@@ -377,6 +396,7 @@ fn main() -> ExitCode {
                     current,
                     alpha,
                     contig,
+                    volume: objtype.as_deref() == Some("vol"),
                     stream,
                 })
             }

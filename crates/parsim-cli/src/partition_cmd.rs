@@ -38,6 +38,8 @@ pub struct PartitionArgs {
     pub alpha: i64,
     /// Contiguous parts.
     pub contig: bool,
+    /// Minimise the communication volume instead of the cut (gpmetis's `-objtype=vol`).
+    pub volume: bool,
     /// Partition while reading (ldg, fennel), without loading the graph.
     pub stream: bool,
 }
@@ -114,6 +116,9 @@ pub fn run(a: PartitionArgs) -> Result<()> {
     cfg.seed = a.seed;
     cfg.preset = preset;
     cfg.contiguous = a.contig;
+    if a.volume {
+        cfg.objective = parsim_partition::Objective::Volume;
+    }
     let t1 = Instant::now();
     let name = a.graph.file_name().map_or_else(|| "graph".into(), |n| n.to_string_lossy().into_owned());
     let vc = match a.method.as_str() {
@@ -179,7 +184,7 @@ pub fn run(a: PartitionArgs) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&j)?);
     } else {
         println!(
-            "{name}: {} vertices, {} edges, K = {}: edge cut {}, volume {}, max imbalance {:.4} (allowed {:.3}), {} boundary vertices",
+            "{name}: {} vertices, {} edges, K = {}: edge cut {}, volume {}, max imbalance {:.4} of W/K (every part ≤ {:.3} · ⌈W/K⌉: {}), {} boundary vertices",
             g.n(),
             g.edges(),
             a.k,
@@ -187,6 +192,7 @@ pub fn run(a: PartitionArgs) -> Result<()> {
             m.volume,
             m.max_imbalance(),
             a.imbalance,
+            if m.balanced { "met" } else { "not met" },
             m.boundary
         );
         if let Some(mig) = migrated {

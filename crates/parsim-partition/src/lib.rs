@@ -6,7 +6,10 @@
 //!   SNAP edge lists (text and u32 pairs), Matrix Market and coordinate
 //!   files, and writes METIS graphs and gpmetis partition files.
 //! - [`Method`]s behind one [`Partitioner`] interface: multilevel k-way
-//!   (the default), recursive spectral bisection, recursive coordinate
+//!   (the default; [`Preset`]s `fast`, `default`, `strong`; the cut or the
+//!   communication volume as [`Objective`]; pinned vertices, target part
+//!   weights, contiguous parts, [`repartition`] with migration cost),
+//!   recursive spectral bisection, recursive coordinate
 //!   bisection, Hilbert curves, LDG and FENNEL streaming, size-constrained
 //!   label propagation; and [`vertex_cut`] edge partitioning (hash, greedy, HDRF).
 //! - [`metrics`]: edge cut, communication volume, imbalance per constraint,
@@ -38,7 +41,7 @@ pub mod vertex_cut;
 pub use error::{PartitionError, Result};
 pub use graph::Graph;
 pub use multilevel::{multilevel_kway, repartition};
-pub use partition::{metrics, Config, Limits, Metrics, Preset, FREE};
+pub use partition::{metrics, Config, Limits, Metrics, Objective, Preset, FREE};
 pub use vertex_cut::{vertex_cut, EdgePartition, VertexCut};
 
 /// Anything that partitions a graph's vertices.

@@ -16,7 +16,7 @@ use parsim_core::rng::{Stream, StreamKey};
 
 use crate::error::{PartitionError, Result};
 use crate::graph::Graph;
-use crate::partition::{metrics, Config, Limits, Preset, FREE};
+use crate::partition::{metrics, Config, Limits, Objective, Preset, FREE};
 
 pub(crate) use bisect::subgraph;
 pub(crate) use coarsen::permutation;
@@ -335,6 +335,13 @@ fn solve(
         }
         bnd = flags;
     }
+    if cfg.objective == Objective::Volume {
+        let mut kw = refine::KWay::new(g, k, lim, parts, None);
+        kw.fixed = fixed_at.as_ref().map(|f| f[0].as_slice());
+        kw.home = home_at.as_ref().zip(home).map(|(h, home)| (h[0].as_slice(), home.alpha));
+        kw.volume_greedy(8, rng);
+        parts = kw.parts;
+    }
     parts
 }
 
@@ -416,9 +423,10 @@ pub fn multilevel_kway(g: &Graph, cfg: &Config) -> Result<(Vec<u32>, crate::Metr
             parts = vcycle(g, cfg, &lim, &mut rng, Some(&parts), None);
         }
         let m = metrics(g, &parts, cfg);
+        let goal = |m: &crate::Metrics| if cfg.objective == Objective::Volume { m.volume } else { m.cut };
         let better = best
             .as_ref()
-            .is_none_or(|(_, b)| (!m.balanced, m.empty_parts, m.cut) < (!b.balanced, b.empty_parts, b.cut));
+            .is_none_or(|(_, b)| (!m.balanced, m.empty_parts, goal(&m)) < (!b.balanced, b.empty_parts, goal(b)));
         if better {
             best = Some((parts, m));
         }

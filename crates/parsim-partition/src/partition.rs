@@ -27,6 +27,16 @@ impl Preset {
     }
 }
 
+/// What the multilevel method minimises (gpmetis's `-objtype`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Objective {
+    /// The weighted edge cut.
+    #[default]
+    Cut,
+    /// The total communication volume (the cut first, then volume refinement on the finest graph).
+    Volume,
+}
+
 /// What a partitioner is asked for.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
@@ -44,6 +54,8 @@ pub struct Config {
     pub fixed: Option<Vec<u32>>,
     /// Every part must induce a connected subgraph (multilevel only).
     pub contiguous: bool,
+    /// What the multilevel method minimises.
+    pub objective: Objective,
 }
 
 /// A vertex that is not pinned (see [`Config::fixed`]).
@@ -52,7 +64,16 @@ pub const FREE: u32 = u32::MAX;
 impl Config {
     /// `k` equal parts at 3 % imbalance.
     pub fn new(k: usize) -> Self {
-        Config { k, imbalance: 0.03, seed: 0, preset: Preset::Default, targets: None, fixed: None, contiguous: false }
+        Config {
+            k,
+            imbalance: 0.03,
+            seed: 0,
+            preset: Preset::Default,
+            targets: None,
+            fixed: None,
+            contiguous: false,
+            objective: Objective::Cut,
+        }
     }
 
     /// Checks the request against `g`.

@@ -170,21 +170,18 @@ pub(crate) fn rebalance_contiguous(
     let mut mark = vec![0u32; n];
     let mut stamp = 0u32;
     let over = |pw: &[i64], p: usize| pw[p] - lim.get(p, 0);
-    // Each round empties an overweight part as far as it can: the most
-    // overweight one that can move anything (a full neighbour may pass
-    // weight on where the heaviest part cannot).
-    for _ in 0..4 * k + n.min(1000) {
+    // Each round drains every overweight part as far as it can, heaviest
+    // first (a full part nearer to room passes the weight on).
+    for _ in 0..4 * k + n.min(4000) {
         let mut heavy: Vec<usize> = (0..k).filter(|&p| over(&pw, p) > 0).collect();
         if heavy.is_empty() {
             return true;
         }
         heavy.sort_by_key(|&p| (std::cmp::Reverse(over(&pw, p)), p));
+        let dist = hops_to_room(g, parts, &pw, k, lim);
         let mut moved = false;
         for p in heavy {
-            moved = drain(g, parts, (&mut pw, &mut size), p, lim, fixed, (&mut mark, &mut stamp));
-            if moved {
-                break;
-            }
+            moved |= drain(g, parts, (&mut pw, &mut size), (p, &dist), lim, fixed, (&mut mark, &mut stamp));
         }
         if !moved {
             return false;
@@ -193,21 +190,52 @@ pub(crate) fn rebalance_contiguous(
     (0..k).all(|p| pw[p] <= lim.get(p, 0))
 }
 
+/// Hops from each part to the nearest part with room, over the adjacency of
+/// parts (`usize::MAX` where none can be reached).
+fn hops_to_room(g: &Graph, parts: &[u32], pw: &[i64], k: usize, lim: &Limits) -> Vec<usize> {
+    let mut adj: Vec<std::collections::BTreeSet<usize>> = vec![Default::default(); k];
+    for v in 0..g.n() {
+        let p = parts[v] as usize;
+        for &u in g.neighbours(v) {
+            let q = parts[u as usize] as usize;
+            if q != p {
+                adj[p].insert(q);
+            }
+        }
+    }
+    let mut dist = vec![usize::MAX; k];
+    let mut queue: VecDeque<usize> = (0..k).filter(|&q| pw[q] < lim.get(q, 0)).collect();
+    for &q in &queue {
+        dist[q] = 0;
+    }
+    while let Some(q) = queue.pop_front() {
+        for &r in &adj[q] {
+            if dist[r] == usize::MAX {
+                dist[r] = dist[q] + 1;
+                queue.push_back(r);
+            }
+        }
+    }
+    dist
+}
+
 /// Moves boundary vertices of part `p` (cheapest first) while it is over its
-/// limit: each to an adjacent part with room, or else to one lighter than
-/// `p` even after the move; never one whose removal splits `p`. Returns
-/// whether anything moved.
+/// limit: each to an adjacent part with room, or else to one nearer to a
+/// part with room (`dist`), or lighter than `p` even after the move; never
+/// one whose removal splits `p`. Returns whether anything moved.
 fn drain(
     g: &Graph,
     parts: &mut [u32],
     (pw, size): (&mut [i64], &mut [usize]),
-    p: usize,
+    (p, dist): (usize, &[usize]),
     lim: &Limits,
     fixed: Option<&[u32]>,
     (mark, stamp): (&mut [u32], &mut u32),
 ) -> bool {
     let n = g.n();
-    let accepts = |pw: &[i64], q: usize, w: i64| pw[q] + w <= lim.get(q, 0) || pw[q] + w < pw[p] - w;
+    let accepts = |pw: &[i64], q: usize, w: i64| {
+        pw[q] + w <= lim.get(q, 0) || dist[q] < dist[p] || (dist[p] == usize::MAX && pw[q] + w < pw[p] - w)
+    };
     // Candidates: (no room, loss, v, q) for the boundary vertices of p.
     let mut cand = Vec::new();
     for v in (0..n).filter(|&v| parts[v] as usize == p && fixed.is_none_or(|f| f[v] == FREE)) {

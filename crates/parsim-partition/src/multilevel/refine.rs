@@ -371,4 +371,67 @@ impl<'a> KWay<'a> {
         }
         !(0..self.k).any(|p| self.over(p))
     }
+
+    /// Change in total communication volume if `v` moves to `q`
+    /// (vsize-weighted; negative: the volume falls).
+    fn volume_delta(&self, v: usize, q: usize) -> i64 {
+        let g = self.g;
+        let size = |u: usize| g.vsize.as_ref().map_or(1, |s| s[u]);
+        let p = self.parts[v] as usize;
+        let count =
+            |u: usize, x: usize| g.neighbours(u).iter().filter(|&&w| self.parts[w as usize] as usize == x).count();
+        // v itself: it stops seeing q and starts seeing p (if it has neighbours there).
+        let mut d = size(v) * (i64::from(count(v, p) > 0) - 1);
+        for &u in g.neighbours(v) {
+            let u = u as usize;
+            let r = self.parts[u] as usize;
+            // u loses p if v was its only neighbour there; gains q if it had none.
+            if r != p && count(u, p) == 1 {
+                d -= size(u);
+            }
+            if r != q && count(u, q) == 0 {
+                d += size(u);
+            }
+        }
+        d
+    }
+
+    /// Greedy passes that move boundary vertices to the adjacent part that
+    /// lowers the total communication volume most (ties: the lower cut),
+    /// within the limits. Returns the volume reduction.
+    pub fn volume_greedy(&mut self, passes: usize, rng: &mut Stream) -> i64 {
+        let mut gained = 0;
+        for _ in 0..passes {
+            let mut pass_gain = 0;
+            for v in self.boundary(rng) {
+                let v = v as usize;
+                if self.pinned(v) {
+                    continue;
+                }
+                let p = self.parts[v] as usize;
+                let int = self.connect(v);
+                let mut best: Option<(i64, i64, usize)> = None;
+                for i in 0..self.touched.len() {
+                    let q = self.touched[i] as usize;
+                    if q == p || !self.fits(v, q) {
+                        continue;
+                    }
+                    let key = (-self.volume_delta(v, q), self.conn[q] - int);
+                    if key.0 > 0 && best.is_none_or(|(a, b, _)| key > (a, b)) {
+                        best = Some((key.0, key.1, q));
+                    }
+                }
+                self.clear();
+                if let Some((vg, _, q)) = best {
+                    self.moveto(v, q);
+                    pass_gain += vg;
+                }
+            }
+            gained += pass_gain;
+            if pass_gain == 0 {
+                break;
+            }
+        }
+        gained
+    }
 }

@@ -240,10 +240,10 @@ fn contiguous_parts_are_connected() {
                     assert!(m.balanced, "{name} {k}");
                     assert_eq!(pieces_per_part(&g, &parts, k), vec![1; k], "{name} k={k}");
                 }
-                // Circuits and sparse meshes are not always made contiguous within 3 % yet
-                // (gpmetis manages add32 and uk); never a non-contiguous result.
-                Err(parsim_partition::PartitionError::Infeasible(_)) if name == "add32.graph" || name == "uk.graph" => {
-                }
+                // A circuit whose parts meet at articulation points is not always made
+                // contiguous within 3 % (gpmetis -contig leaves add32 at k = 16 35 % over);
+                // never a non-contiguous result.
+                Err(parsim_partition::PartitionError::Infeasible(_)) if name == "add32.graph" && k == 16 => {}
                 Err(e) => panic!("{name} k={k}: {e}"),
             }
         }
@@ -287,4 +287,23 @@ fn streaming_an_edge_list_matches_streaming_the_graph() {
         assert!(m.cut < 3 * reference.cut, "{method:?}: {} vs {}", m.cut, reference.cut);
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_volume_objective_lowers_the_volume() {
+    use parsim_partition::Objective;
+    let g = io::read_metis(&data("ca-GrQc_lcc.graph")).unwrap();
+    let mut lower = 0;
+    for k in [4, 16] {
+        let cut_cfg = Config::new(k);
+        let vol_cfg = Config { objective: Objective::Volume, ..Config::new(k) };
+        let (_, by_cut) = Method::Multilevel.partition(&g, &cut_cfg).unwrap();
+        let (parts, by_vol) = Method::Multilevel.partition(&g, &vol_cfg).unwrap();
+        valid(&g, &parts, k);
+        assert!(by_vol.balanced, "k={k}");
+        // Volume refinement starts from the cut-minimising partition and only takes moves that lower the volume.
+        assert!(by_vol.volume <= by_cut.volume, "k={k}: {} > {}", by_vol.volume, by_cut.volume);
+        lower += usize::from(by_vol.volume < by_cut.volume);
+    }
+    assert!(lower > 0, "volume refinement never helped");
 }
