@@ -187,12 +187,15 @@ struct Tuning {
     /// Pairwise two-way FM at every level: band depth and FM passes (0: none).
     band: usize,
     pair_passes: usize,
+    /// Flow refinement of each pair's border at every level.
+    flows: bool,
 }
 
 impl Tuning {
     /// Measured on `parsim bench partition` (BENCHMARKS.md): the default
     /// is one V-cycle whose pairwise refinement buys more cut per second
-    /// than a second V-cycle or a second run.
+    /// than a second V-cycle or a second run; flows cut most but cost about
+    /// 1.7× the default's time, so only the strong preset uses them.
     fn of(preset: Preset) -> Tuning {
         match preset {
             Preset::Fast => Tuning {
@@ -205,6 +208,7 @@ impl Tuning {
                 fm_finest: 0,
                 band: 0,
                 pair_passes: 0,
+                flows: false,
             },
             Preset::Default => Tuning {
                 runs: 1,
@@ -216,17 +220,19 @@ impl Tuning {
                 fm_finest: 1,
                 band: 1,
                 pair_passes: 2,
+                flows: false,
             },
             Preset::Strong => Tuning {
-                runs: 3,
+                runs: 2,
                 cycles: 2,
                 tries: 16,
                 ncuts: 3,
                 passes: 10,
-                fm_coarse: 6,
-                fm_finest: 6,
+                fm_coarse: 3,
+                fm_finest: 3,
                 band: 2,
                 pair_passes: 4,
+                flows: true,
             },
         }
     }
@@ -323,7 +329,10 @@ fn solve(
         let mut flags = (i > 0).then(|| kw.boundary_flags());
         parts = kw.parts;
         if pairs {
-            let moved = pairwise::refine_pairs(graph, &mut parts, k, &level_lim, t.band, t.pair_passes);
+            let mut moved = pairwise::refine_pairs(graph, &mut parts, k, &level_lim, t.band, t.pair_passes);
+            if t.flows {
+                moved.extend(pairwise::flow_pairs(graph, &mut parts, k, &level_lim));
+            }
             if let Some(f) = flags.as_mut() {
                 for v in moved {
                     f[v as usize] = true;
