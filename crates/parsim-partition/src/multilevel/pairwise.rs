@@ -227,7 +227,7 @@ mod tests {
     use crate::partition::{metrics, Config};
 
     /// A `side` × `side` grid.
-    fn grid(side: u32) -> Graph {
+    pub(super) fn grid(side: u32) -> Graph {
         let mut e = Vec::new();
         for y in 0..side {
             for x in 0..side {
@@ -521,20 +521,7 @@ mod flow_tests {
 
     #[test]
     fn flows_straighten_a_zigzag_border_within_the_limits() {
-        let side = 24u32;
-        let mut e = Vec::new();
-        for y in 0..side {
-            for x in 0..side {
-                let v = y * side + x;
-                if x + 1 < side {
-                    e.push((v, v + 1, 1));
-                }
-                if y + 1 < side {
-                    e.push((v, v + side, 1));
-                }
-            }
-        }
-        let g = Graph::from_edges((side * side) as usize, &e).unwrap();
+        let g = super::tests::grid(24);
         let cfg = Config::new(2);
         let lim = Limits::new(&cfg, &g.total_weights());
         // Halves whose border zigzags: the two vertices at the border trade parts on even rows.
