@@ -3,8 +3,9 @@
 //! vertices, partition the coarsest graph by recursive multilevel bisection
 //! (each bisection the best of greedy growings and a spectral split, refined
 //! by FM on every level of its own hierarchy), then project back level by
-//! level with k-way refinement (greedy passes, k-way FM) and pairwise
-//! two-way FM on bands around the boundary of each pair of adjacent parts.
+//! level with k-way refinement (greedy passes, k-way FM), pairwise two-way
+//! FM on bands around the boundary of each pair of adjacent parts and, in
+//! the strong preset, max-flow refinement of each pair's border.
 
 mod bisect;
 mod coarsen;
