@@ -84,7 +84,15 @@ impl Graph {
     /// A graph with unit vertex weights from undirected weighted edges
     /// `(u, v, w)`, each listed once; duplicates are merged (weights added).
     pub fn from_edges(n: usize, edges: &[(u32, u32, i64)]) -> Result<Graph> {
-        let mut deg = vec![0u64; n + 1];
+        if n > u32::MAX as usize {
+            return Err(PartitionError::BadArgument(format!("{n} vertices: at most 2^32 - 1 are supported")));
+        }
+        // A corrupt size line can claim billions of vertices: fail with an
+        // error, not an abort, when their arrays do not fit in memory.
+        let mut deg: Vec<u64> = Vec::new();
+        deg.try_reserve_exact(3 * (n + 1))
+            .map_err(|_| PartitionError::BadArgument(format!("{n} vertices do not fit in memory")))?;
+        deg.resize(n + 1, 0);
         for &(u, v, w) in edges {
             if u as usize >= n || v as usize >= n {
                 return Err(PartitionError::BadArgument(format!("edge ({u}, {v}) outside 0..{n}")));

@@ -67,12 +67,16 @@ pub fn parse_metis(text: &str, file: &str) -> Result<Graph> {
         None => 1,
     };
     let n = n as usize;
-    let mut xadj = Vec::with_capacity(n + 1);
+    // Reserve what the header promises, but no more than the text can hold
+    // (a vertex is at least a line, an adjacency entry at least two bytes):
+    // a corrupt header must not allocate gigabytes before the body says it lied.
+    let (nv, ne) = (n.min(text.len() + 1), (2 * m as usize).min(text.len() / 2 + 1));
+    let mut xadj = Vec::with_capacity(nv + 1);
     xadj.push(0u64);
-    let mut adjncy = Vec::with_capacity(2 * m as usize);
-    let mut adjwgt = Vec::with_capacity(2 * m as usize);
-    let mut vwgt = Vec::with_capacity(n * ncon);
-    let mut vsize = has_size.then(|| Vec::with_capacity(n));
+    let mut adjncy = Vec::with_capacity(ne);
+    let mut adjwgt = Vec::with_capacity(ne);
+    let mut vwgt = Vec::with_capacity(nv * ncon);
+    let mut vsize = has_size.then(|| Vec::with_capacity(nv));
     let mut last_line = hline + 1;
     let mut count = 0usize;
     for (i, line) in lines {

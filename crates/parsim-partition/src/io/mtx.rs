@@ -49,6 +49,9 @@ pub fn parse_mtx(text: &str, file: &str) -> Result<Graph> {
                 if r != c {
                     return Err(parse_err(file, i + 1, format!("a {r} x {c} matrix is not square")));
                 }
+                if r > u32::MAX as usize {
+                    return Err(parse_err(file, i + 1, format!("{r} rows: at most 2^32 - 1 vertices are supported")));
+                }
                 size = Some((r, nnz));
             }
             Some((n, _)) => {

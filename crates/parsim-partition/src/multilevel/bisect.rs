@@ -49,15 +49,18 @@ fn gain(g: &Graph, side: &[u8], v: usize) -> i64 {
     x
 }
 
+/// Vertex `v`'s share of the total weight, averaged over the constraints.
+fn load(g: &Graph, total: &[i64], v: usize) -> f64 {
+    g.weights(v).iter().zip(total).map(|(&w, &t)| if t > 0 { w as f64 / t as f64 } else { 0.0 }).sum::<f64>()
+        / g.ncon as f64
+}
+
 /// Grows side 0 from a random vertex, always adding the vertex that most
 /// reduces the cut, until side 0 holds `frac` of the (normalised) weight.
 fn grow(g: &Graph, frac: f64, rng: &mut Stream) -> Vec<u8> {
     let n = g.n();
     let total = g.total_weights();
-    let load = |v: usize| -> f64 {
-        g.weights(v).iter().zip(&total).map(|(&w, &t)| if t > 0 { w as f64 / t as f64 } else { 0.0 }).sum::<f64>()
-            / g.ncon as f64
-    };
+    let load = |v: usize| load(g, &total, v);
     let mut side = vec![1u8; n];
     let mut have = 0.0;
     let mut heap: BinaryHeap<(i64, u32)> = BinaryHeap::new();
@@ -211,10 +214,7 @@ fn limits(g: &Graph, frac: f64, eps: f64) -> [Vec<i64>; 2] {
 /// Side 0 is the prefix of `order` holding `frac` of the (normalised) weight.
 fn split_order(g: &Graph, order: &[u32], frac: f64) -> Vec<u8> {
     let total = g.total_weights();
-    let load = |v: usize| -> f64 {
-        g.weights(v).iter().zip(&total).map(|(&w, &t)| if t > 0 { w as f64 / t as f64 } else { 0.0 }).sum::<f64>()
-            / g.ncon as f64
-    };
+    let load = |v: usize| load(g, &total, v);
     let mut side = vec![1u8; g.n()];
     let mut have = 0.0;
     for &v in order {

@@ -143,25 +143,14 @@ struct Pair {
     seeds: Vec<u32>,
 }
 
-/// One sweep over the pairs of adjacent parts, heaviest cut first, with
-/// `passes` FM passes on bands `depth` hops deep; returns the vertices that
-/// moved. Both parts of a pair stay within `lim` (its FM never makes a side
-/// heavier than its limit, or fuller than it was), and the cut never rises.
-pub(crate) fn refine_pairs(
-    g: &Graph,
-    parts: &mut [u32],
-    k: usize,
-    lim: &Limits,
-    depth: usize,
-    passes: usize,
-) -> Vec<u32> {
-    let n = g.n();
+/// The part weights (part-major, `k * ncon`) and the pairs of adjacent
+/// parts, by (p, q), each with its border vertices in id order.
+fn pairs_of(g: &Graph, parts: &[u32], k: usize) -> (Vec<i64>, Vec<Pair>) {
     let ncon = g.ncon;
-    // Boundary vertices by pair, and the cut weight between each pair:
-    // (pair, vertex, weight counted once) sorted by pair.
+    // (pair, vertex, edge weight counted once) sorted by pair.
     let mut pw = vec![0i64; k * ncon];
     let mut entries: Vec<(u64, u32, i64)> = Vec::new();
-    for v in 0..n {
+    for v in 0..g.n() {
         let p = parts[v];
         for (c, &w) in g.weights(v).iter().enumerate() {
             pw[p as usize * ncon + c] += w;
@@ -186,7 +175,24 @@ pub(crate) fn refine_pairs(
             last.seeds.push(v);
         }
     }
-    drop(entries);
+    (pw, pairs)
+}
+
+/// One sweep over the pairs of adjacent parts, heaviest cut first, with
+/// `passes` FM passes on bands `depth` hops deep; returns the vertices that
+/// moved. Both parts of a pair stay within `lim` (its FM never makes a side
+/// heavier than its limit, or fuller than it was), and the cut never rises.
+pub(crate) fn refine_pairs(
+    g: &Graph,
+    parts: &mut [u32],
+    k: usize,
+    lim: &Limits,
+    depth: usize,
+    passes: usize,
+) -> Vec<u32> {
+    let n = g.n();
+    let ncon = g.ncon;
+    let (mut pw, mut pairs) = pairs_of(g, parts, k);
     pairs.sort_by_key(|x| (std::cmp::Reverse(x.cut), x.p, x.q));
     let mut sc = Scratch { stamp: vec![0; n], local: vec![0; n], now: 0 };
     let mut moved = Vec::new();
@@ -424,32 +430,11 @@ pub(crate) fn flow_pairs(g: &Graph, parts: &mut [u32], k: usize, lim: &Limits) -
     if g.ncon != 1 || k < 2 {
         return moved;
     }
-    let mut pw = vec![0i64; k];
-    let mut entries: Vec<(u64, u32)> = Vec::new();
-    for v in 0..n {
-        let p = parts[v];
-        pw[p as usize] += g.vwgt[v];
-        for &u in g.neighbours(v) {
-            let q = parts[u as usize];
-            if q != p {
-                entries.push(((u64::from(p.min(q)) << 32) | u64::from(p.max(q)), v as u32));
-            }
-        }
-    }
-    entries.sort_unstable();
-    entries.dedup();
+    // In (p, q) order.
+    let (mut pw, pairs) = pairs_of(g, parts, k);
     let avg = pw.iter().sum::<i64>() / k as i64;
     let mut sc = Scratch { stamp: vec![0; n], local: vec![0; n], now: 0 };
-    let mut i = 0;
-    while i < entries.len() {
-        let key = entries[i].0;
-        let mut j = i;
-        while j < entries.len() && entries[j].0 == key {
-            j += 1;
-        }
-        let seeds: Vec<u32> = entries[i..j].iter().map(|e| e.1).collect();
-        i = j;
-        let (p, q) = ((key >> 32) as u32, key as u32);
+    for Pair { p, q, seeds, .. } in pairs {
         let room = |x: u32| (lim.get(x as usize, 0) - pw[x as usize]).max(avg / 100).max(1);
         for alpha in [4i64, 2, 1] {
             let budget = [alpha * room(q), alpha * room(p)];

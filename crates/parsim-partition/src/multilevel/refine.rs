@@ -397,8 +397,9 @@ impl<'a> KWay<'a> {
     }
 
     /// Greedy passes that move boundary vertices to the adjacent part that
-    /// lowers the total communication volume most (ties: the lower cut),
-    /// within the limits. Returns the volume reduction.
+    /// lowers the total communication volume (plus migration cost, when
+    /// repartitioning) most (ties: the lower cut), within the limits.
+    /// Returns the reduction.
     pub fn volume_greedy(&mut self, passes: usize, rng: &mut Stream) -> i64 {
         let mut gained = 0;
         for _ in 0..passes {
@@ -416,7 +417,8 @@ impl<'a> KWay<'a> {
                     if q == p || !self.fits(v, q) {
                         continue;
                     }
-                    let key = (-self.volume_delta(v, q), self.conn[q] - int);
+                    // With homes (repartitioning), migration counts against the volume.
+                    let key = (self.migration(v, p, q) - self.volume_delta(v, q), self.conn[q] - int);
                     if key.0 > 0 && best.is_none_or(|(a, b, _)| key > (a, b)) {
                         best = Some((key.0, key.1, q));
                     }

@@ -106,3 +106,16 @@ fn impossible_requests_are_errors() {
         assert!(matches!(e, PartitionError::Infeasible(_)), "k = {k}: {e}");
     }
 }
+
+#[test]
+fn headers_that_promise_billions_are_errors_not_aborts() {
+    // Found by the proptest readers test: a header's counts used to size the arrays.
+    let e = io::parse_metis("3 2725441111\n2\n1 3\n2\n", "big.graph").unwrap_err().to_string();
+    assert!(e.contains("big.graph"), "{e}");
+    let e = io::parse_metis("4000000000 1\n", "many.graph").unwrap_err().to_string();
+    assert!(e.contains("many.graph"), "{e}");
+    let head = "%%MatrixMarket matrix coordinate pattern general\n";
+    assert!(io::parse_mtx(&format!("{head}99999999999 99999999999 0\n"), "big.mtx").is_err());
+    // Up to 2^32 - 1 rows are accepted, then either built or refused for memory, never an abort.
+    let _ = io::parse_mtx(&format!("{head}4000000000 4000000000 0\n"), "huge.mtx");
+}
