@@ -3,36 +3,29 @@
 //!
 //! Exit codes: 0 success, 1 the run failed, 2 bad input or usage.
 
-mod abm;
 mod bench;
-mod bench_epidemic;
-mod bench_partition;
-mod bench_phold;
-mod bench_stencil;
-mod bench_sweep;
-mod des;
-mod grid;
-mod partition_cmd;
-mod plot;
-mod progress;
-mod ring;
-mod runner;
-mod scenario;
-mod sweep_cmd;
-mod sweep_process;
+mod cmd;
+mod models;
+mod report;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Result;
 use clap::{Parser, Subcommand};
 
-use runner::Backend;
-use scenario::{InputError, Scenario};
+use parsim::{parse_backend, InputError, RunArgs, SweepArgs};
+
+use cmd::partition as partition_cmd;
 
 #[derive(Parser, Debug)]
 #[command(name = "parsim", version, about = "Turn a sequential simulation into a parallel and distributed one")]
 struct Cli {
+    /// More log output (-v: debug, -vv: trace).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    /// Only errors: no progress, no result lines.
+    #[arg(short, long, global = true)]
+    quiet: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -40,35 +33,10 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run a scenario and write DIR/summary.json.
-    Run {
-        /// The scenario file (TOML).
-        scenario: PathBuf,
-        /// Number of ranks (threads backend; under MPI, mpirun decides).
-        #[arg(long)]
-        ranks: Option<u64>,
-        /// threads (default) or mpi (run under mpirun).
-        #[arg(long)]
-        backend: Option<String>,
-        /// Output directory (default: out/NAME, NAME being the scenario file name without .toml).
-        #[arg(long)]
-        out: Option<PathBuf>,
-        /// Write a Chrome/Perfetto trace of every rank's phases to FILE.
-        #[arg(long, value_name = "FILE")]
-        trace: Option<PathBuf>,
-        /// Override the scenario's seed.
-        #[arg(long)]
-        seed: Option<u64>,
-        /// Override a scenario key: --set table.key=value (repeatable).
-        #[arg(long = "set", value_name = "KEY=VALUE")]
-        set: Vec<String>,
-        /// Validate the scenario and print how the work would be spread over the ranks, without running.
-        #[arg(long)]
-        dry_run: bool,
-        /// Print the model's analytic predictions beside the simulated values (epidemic).
-        #[arg(long)]
-        verify: bool,
-    },
+    #[command(after_help = RUN_EXAMPLES)]
+    Run(RunArgs),
     /// Partition a graph file into K parts (gpmetis-compatible): writes NAME.part.K.
+    #[command(after_help = PARTITION_EXAMPLES)]
     Partition {
         /// The graph: METIS format, or .mtx (Matrix Market), .txt/.el (SNAP edge list), .bin/.u32 (u32 pairs).
         graph: PathBuf,
@@ -121,35 +89,12 @@ enum Command {
         json: bool,
     },
     /// Run a scenario's [sweep]: replications and parameter points, with statistics per point.
-    Sweep {
-        /// The scenario file (TOML) with a [sweep] table.
-        scenario: PathBuf,
-        /// Worker threads (default: [sweep] workers, or the number of cores).
-        #[arg(long)]
-        workers: Option<usize>,
-        /// threads (default) or mpi (master-worker under mpirun).
-        #[arg(long, default_value = "threads")]
-        backend: String,
-        /// Output directory (default: out/NAME).
-        #[arg(long)]
-        out: Option<PathBuf>,
-        /// Continue an interrupted sweep from DIR/tasks.jsonl.
-        #[arg(long)]
-        resume: bool,
-        /// Override a scenario key: --set table.key=value (repeatable).
-        #[arg(long = "set", value_name = "KEY=VALUE")]
-        set: Vec<String>,
-        /// Where tasks run: thread (default) or process (a supervised child per worker; a task whose
-        /// process dies or overruns [sweep] task_timeout_s is retried).
-        #[arg(long)]
-        isolate: Option<String>,
-        /// Internal: serve tasks on stdin/stdout for a process-isolated worker.
-        #[arg(long, hide = true)]
-        serve: bool,
-    },
+    #[command(after_help = SWEEP_EXAMPLES)]
+    Sweep(SweepArgs),
     /// Version, backends compiled in, cores, MPI library.
     Info,
     /// Benchmarks.
+    #[command(after_help = BENCH_EXAMPLES)]
     Bench {
         #[command(subcommand)]
         what: BenchWhat,
@@ -244,93 +189,31 @@ enum BenchWhat {
     },
 }
 
-fn parse_backend(s: &str, flag: &str) -> Result<Backend, InputError> {
-    Backend::parse(s).ok_or_else(|| InputError::flag(flag, format!("expected threads or mpi, found \"{s}\"")))
-}
+const RUN_EXAMPLES: &str = "Examples:
+  parsim run scenarios/epidemic.toml
+  parsim run scenarios/heat2d.toml --ranks 4 --set grid.steps=500 --trace out/heat2d/trace.json
+  parsim run scenarios/phold.toml --ranks 2 --set des.engine=optimistic
+  parsim run scenarios/epidemic-er.toml --verify
+  parsim run scenarios/epidemic.toml --dry-run --ranks 8
+  mpirun -n 2 target/release/parsim run scenarios/epidemic.toml --backend mpi";
 
-/// The flags of `parsim run`.
-struct RunArgs {
-    scenario: PathBuf,
-    ranks: Option<u64>,
-    backend: Option<String>,
-    out: Option<PathBuf>,
-    trace: Option<PathBuf>,
-    seed: Option<u64>,
-    set: Vec<String>,
-    dry_run: bool,
-    verify: bool,
-}
+const SWEEP_EXAMPLES: &str = "Examples:
+  parsim sweep scenarios/sweep-epidemic.toml
+  parsim sweep scenarios/ring.toml --param ring.laps=10,20,40 --replications 3
+  parsim sweep scenarios/sweep-epidemic.toml --resume --out out/sweep-epidemic
+  mpirun -n 3 target/release/parsim sweep scenarios/sweep-epidemic.toml --backend mpi";
 
-fn cmd_run(a: RunArgs) -> Result<()> {
-    let RunArgs { scenario: path, ranks, backend, out, trace, seed, set, dry_run, verify } = a;
-    let mut sc = Scenario::load(&path)?;
-    for s in &set {
-        sc.set(s)?;
-    }
-    if let Some(s) = seed {
-        sc.set_value("run", "seed", toml::Value::Integer(s as i64));
-    }
-    if let Some(r) = ranks {
-        if r == 0 {
-            return Err(InputError::flag("--ranks 0", "the number of ranks must be at least 1").into());
-        }
-        sc.set_value("run", "ranks", toml::Value::Integer(r as i64));
-    }
-    if let Some(b) = &backend {
-        parse_backend(b, "--backend")?;
-        sc.set_value("run", "backend", toml::Value::String(b.clone()));
-    }
-    let mut plan = runner::plan(&mut sc, out, trace, ranks.is_some())?;
-    plan.verify = verify;
-    if dry_run {
-        print!("{}", plan.model.describe(plan.ranks)?);
-        return Ok(());
-    }
-    if let Some(done) = runner::execute(&plan)? {
-        print_phases(&done.summary);
-        let s = &done.summary;
-        println!(
-            "{} on {} {} rank(s): digest {}  wall {:.3} s  → {}",
-            s["model"].as_str().unwrap_or("?"),
-            s["ranks"],
-            runner::backend_name(plan.backend),
-            s["digest"].as_str().unwrap_or("?"),
-            s["wall_s"].as_f64().unwrap_or(0.0),
-            done.summary_path.display()
-        );
-        if let Some(t) = &plan.trace {
-            println!("trace → {}", t.display());
-        }
-    }
-    Ok(())
-}
+const PARTITION_EXAMPLES: &str = "Examples:
+  parsim partition scenarios/data/grid-64x64.graph 8
+  parsim partition scenarios/data/grid-64x64.graph 8 -ufactor=50 -contig --preset strong --json
+  parsim partition scenarios/data/grid-64x64.graph 4 --method rcb --coords scenarios/data/grid-64x64.xyz
+  parsim partition scenarios/data/ring-lattice.txt 4 --method fennel --stream";
 
-/// The per-phase breakdown: mean and max over ranks, and the share of wall time.
-fn print_phases(s: &serde_json::Value) {
-    let wall = s["wall_s"].as_f64().unwrap_or(0.0).max(1e-12);
-    println!("{:>8} {:>10} {:>10} {:>7}", "phase", "mean s", "max s", "% wall");
-    for p in ["compute", "comm", "wait", "io", "serial"] {
-        let v: Vec<f64> =
-            s["phases_s"][p].as_array().map(|a| a.iter().filter_map(|x| x.as_f64()).collect()).unwrap_or_default();
-        let mean = v.iter().sum::<f64>() / v.len().max(1) as f64;
-        let max = v.iter().cloned().fold(0.0, f64::max);
-        println!("{p:>8} {mean:>10.4} {max:>10.4} {:>6.1}%", 100.0 * mean / wall);
-    }
-}
-
-fn cmd_info() {
-    println!("parsim {}", env!("CARGO_PKG_VERSION"));
-    let mut backends = vec!["threads"];
-    if cfg!(feature = "mpi") {
-        backends.push("mpi");
-    }
-    println!("backends: {}", backends.join(", "));
-    println!("cores: {}", std::thread::available_parallelism().map_or(1, |n| n.get()));
-    #[cfg(feature = "mpi")]
-    println!("mpi library: {}", parsim_comm::mpi::library_version());
-    #[cfg(not(feature = "mpi"))]
-    println!("mpi library: (not compiled in; build with --features mpi)");
-}
+const BENCH_EXAMPLES: &str = "Examples:
+  parsim bench stencil --quick
+  parsim bench phold --reps 5
+  parsim bench partition --dir ../shared/data/graphs
+  parsim bench epidemic --agents 1000000";
 
 /// A closed stdout (`parsim … | head -1`) ends the program quietly, as a
 /// SIGPIPE would, instead of a "failed printing to stdout" panic.
@@ -353,10 +236,9 @@ fn quiet_broken_pipe() {
 fn main() -> ExitCode {
     quiet_broken_pipe();
     let cli = Cli::parse_from(partition_cmd::gpmetis_spellings(std::env::args().collect()));
+    parsim::logging::init(cli.verbose, cli.quiet);
     let result = match cli.command {
-        Command::Run { scenario, ranks, backend, out, trace, seed, set, dry_run, verify } => {
-            cmd_run(RunArgs { scenario, ranks, backend, out, trace, seed, set, dry_run, verify })
-        }
+        Command::Run(a) => cmd::run::run(&a),
         Command::Partition {
             graph,
             k,
@@ -401,35 +283,28 @@ fn main() -> ExitCode {
                 })
             }
         }
-        Command::Sweep { scenario, workers, backend, out, resume, set, isolate, serve } => {
-            parse_backend(&backend, "--backend").map_err(anyhow::Error::from).and_then(|backend| {
-                if workers == Some(0) {
-                    return Err(InputError::flag("--workers 0", "at least one worker").into());
-                }
-                sweep_cmd::run(sweep_cmd::SweepArgs { scenario, workers, backend, out, resume, set, isolate, serve })
-            })
-        }
+        Command::Sweep(a) => cmd::sweep::run(&a),
         Command::Info => {
-            cmd_info();
+            cmd::info::run();
             Ok(())
         }
-        Command::Bench { what: BenchWhat::Stencil { out, quick } } => bench_stencil::run(out, quick),
-        Command::Bench { what: BenchWhat::Sweep { out, quick, reps } } => bench_sweep::run(out, quick, reps.max(1)),
+        Command::Bench { what: BenchWhat::Stencil { out, quick } } => bench::stencil::run(out, quick),
+        Command::Bench { what: BenchWhat::Sweep { out, quick, reps } } => bench::sweep::run(out, quick, reps.max(1)),
         Command::Bench { what: BenchWhat::Epidemic { agents, ranks, backend, reps, out, quick } } => {
             parse_backend(&backend, "--backend").map_err(anyhow::Error::from).and_then(|b| {
-                bench_epidemic::run(bench_epidemic::Args { agents, ranks, backend: b, reps: reps.max(1), out, quick })
+                bench::epidemic::run(bench::epidemic::Args { agents, ranks, backend: b, reps: reps.max(1), out, quick })
             })
         }
-        Command::Bench { what: BenchWhat::Phold { out, quick, reps } } => bench_phold::run(out, quick, reps.max(1)),
+        Command::Bench { what: BenchWhat::Phold { out, quick, reps } } => bench::phold::run(out, quick, reps.max(1)),
         Command::Bench { what: BenchWhat::Partition { dir, out, quick, reps } } => {
-            bench_partition::run(dir, out, quick, reps.max(1))
+            bench::partition::run(dir, out, quick, reps.max(1))
         }
         Command::Bench { what: BenchWhat::Comm { ranks, backend, out, quick } } => {
             parse_backend(&backend, "--backend").map_err(anyhow::Error::from).and_then(|b| {
                 if ranks == 0 {
                     return Err(InputError::flag("--ranks 0", "the number of ranks must be at least 1").into());
                 }
-                bench::run(b, ranks, out, quick)
+                bench::comm::run(b, ranks, out, quick)
             })
         }
     };
@@ -437,7 +312,9 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("parsim: error: {e:#}");
-            if e.downcast_ref::<InputError>().is_some() {
+            let input = e.downcast_ref::<InputError>().is_some()
+                || matches!(e.downcast_ref::<parsim::Error>(), Some(parsim::Error::Input(_)));
+            if input {
                 ExitCode::from(2)
             } else {
                 ExitCode::from(1)

@@ -207,6 +207,77 @@ impl Stream {
     pub fn bernoulli(&mut self, p: f64) -> bool {
         self.uniform() < p
     }
+
+    /// An exponential variate with `rate` λ (mean 1/λ): inter-arrival and
+    /// service times. One 53-bit uniform, by inversion.
+    ///
+    /// # Panics
+    /// If `rate` is not positive and finite.
+    ///
+    /// ```
+    /// let mut s = parsim_core::rng::StreamKey::new(1).stream();
+    /// let mean = (0..100_000).map(|_| s.exponential(2.0)).sum::<f64>() / 100_000.0;
+    /// assert!((mean - 0.5).abs() < 0.01);
+    /// ```
+    #[inline]
+    pub fn exponential(&mut self, rate: f64) -> f64 {
+        assert!(rate > 0.0 && rate.is_finite(), "Stream::exponential: rate must be > 0 and finite, got {rate}");
+        -(1.0 - self.uniform()).ln() / rate
+    }
+
+    /// A normal variate with `mean` and standard deviation `sd` (`rand_distr`'s ziggurat).
+    ///
+    /// # Panics
+    /// If `sd` is negative or not finite.
+    pub fn normal(&mut self, mean: f64, sd: f64) -> f64 {
+        use rand_distr::Distribution;
+        let d = rand_distr::Normal::new(mean, sd).unwrap_or_else(|e| panic!("Stream::normal({mean}, {sd}): {e}"));
+        d.sample(self)
+    }
+
+    /// A Poisson count with `mean` (`rand_distr`; 0 for a mean of 0).
+    ///
+    /// # Panics
+    /// If `mean` is negative or not finite.
+    pub fn poisson(&mut self, mean: f64) -> u64 {
+        use rand_distr::Distribution;
+        if mean == 0.0 {
+            return 0;
+        }
+        let d = rand_distr::Poisson::new(mean).unwrap_or_else(|e| panic!("Stream::poisson({mean}): {e}"));
+        d.sample(self) as u64
+    }
+
+    /// An index drawn with probability proportional to `weights` (one
+    /// uniform, a linear scan: for a few categories; build a
+    /// `rand_distr::weighted::WeightedAliasIndex` for many).
+    ///
+    /// # Panics
+    /// If `weights` is empty, has a negative or non-finite entry, or sums to 0.
+    ///
+    /// ```
+    /// let mut s = parsim_core::rng::StreamKey::new(7).stream();
+    /// let mut n = [0u32; 3];
+    /// for _ in 0..30_000 { n[s.categorical(&[1.0, 2.0, 0.0])] += 1; }
+    /// assert_eq!(n[2], 0);
+    /// assert!((n[1] as f64 / n[0] as f64 - 2.0).abs() < 0.1);
+    /// ```
+    pub fn categorical(&mut self, weights: &[f64]) -> usize {
+        let total: f64 = weights.iter().sum();
+        assert!(
+            !weights.is_empty() && weights.iter().all(|w| *w >= 0.0 && w.is_finite()) && total > 0.0,
+            "Stream::categorical: weights must be finite, ≥ 0 and not all 0"
+        );
+        let mut u = self.uniform() * total;
+        for (i, w) in weights.iter().enumerate() {
+            if u < *w {
+                return i;
+            }
+            u -= w;
+        }
+        // Rounding: the last category with any weight.
+        weights.iter().rposition(|w| *w > 0.0).unwrap_or(0)
+    }
 }
 
 impl RngCore for Stream {

@@ -11,7 +11,7 @@ use crate::field::{Cell, Field};
 use crate::halo::{Boundary, HaloPlan, Reach};
 use crate::output;
 use crate::region::Region;
-use crate::stencil::Stencil;
+use crate::stencil::{Place, Stencil};
 use crate::GridError;
 
 /// Everything a grid run needs besides the stencil and the initial field.
@@ -160,7 +160,7 @@ struct Kernel<'a, T, S> {
 }
 
 impl<T: Cell, S: Stencil<T>> Kernel<'_, T, S> {
-    fn compute(&self, src: &Field<T>, dst: &mut [T], r: &Region) {
+    fn compute(&self, src: &Field<T>, dst: &mut [T], r: &Region, place: &Place) {
         if r.is_empty() {
             return;
         }
@@ -170,11 +170,7 @@ impl<T: Cell, S: Stencil<T>> Kernel<'_, T, S> {
             let (z, y) = (i / ext[1], i % ext[1]);
             if (r.lo[0]..r.hi[0]).contains(&z) && (r.lo[1]..r.hi[1]).contains(&y) {
                 let o = &mut out[r.lo[2]..r.hi[2]];
-                if streaming {
-                    self.stencil.row_streaming(&src.data, ext, z, y, r.lo[2], o);
-                } else {
-                    self.stencil.row(&src.data, ext, z, y, r.lo[2], o);
-                }
+                self.stencil.row_at(&src.data, ext, z, y, r.lo[2], o, place, streaming);
             }
         };
         // Only the rows of the region: skip straight to them.
@@ -313,24 +309,29 @@ where
     let mut reductions = Vec::new();
     let mut files = Vec::new();
     let clock = comm.clock();
+    let mut origin = [0i64; 3];
+    for a in 0..3 {
+        origin[a] = cur.block.start[a] as i64 - cur.halo[a] as i64;
+    }
     for step in 0..spec.steps {
+        let place = Place { origin, shape: d.shape(), step };
         let j = step as usize % k;
         let region = grow((k - 1 - j) * r).intersect(&domain);
         if j == 0 && spec.overlap {
             let pending = clock.in_phase(Phase::Comm, || plan.start(comm, &mut cur))?;
             let inner = interior.intersect(&region);
-            kernel.compute(&cur, &mut next.data, &inner);
+            kernel.compute(&cur, &mut next.data, &inner, &place);
             clock.in_phase(Phase::Comm, || plan.finish(pending, &mut cur))?;
             plan.apply_boundary(&mut cur);
             for part in region.minus(&inner) {
-                kernel.compute(&cur, &mut next.data, &part);
+                kernel.compute(&cur, &mut next.data, &part, &place);
             }
         } else {
             if j == 0 {
                 clock.in_phase(Phase::Comm, || plan.exchange(comm, &mut cur))?;
             }
             plan.apply_boundary(&mut cur);
-            kernel.compute(&cur, &mut next.data, &region);
+            kernel.compute(&cur, &mut next.data, &region, &place);
         }
         let done = step + 1;
         if (spec.reduce_every > 0 && done % spec.reduce_every == 0) || done == spec.steps {

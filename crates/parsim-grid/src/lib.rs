@@ -54,7 +54,7 @@ pub use field::{Cell, Field};
 pub use halo::{Boundary, HaloPlan, Reach};
 pub use output::{write_png, write_vtk};
 pub use region::Region;
-pub use stencil::{CellFn, Heat27, Heat5, Heat7, Heat9, Life, Neighbourhood, Real, Stencil};
+pub use stencil::{CellFn, Heat27, Heat5, Heat7, Heat9, Life, Neighbourhood, Place, Real, Stencil};
 
 /// Errors of `parsim-grid`.
 #[derive(Debug, thiserror::Error)]

@@ -57,13 +57,60 @@ pub trait Stencil<T>: Sync {
     fn row_streaming(&self, src: &[T], ext: [usize; 3], z: usize, y: usize, x0: usize, out: &mut [T]) {
         self.row(src, ext, z, y, x0, out)
     }
+
+    /// What the engine calls: [`row`](Self::row) (or
+    /// [`row_streaming`](Self::row_streaming)), told where the row is in the
+    /// global grid and which step it computes. Stencils whose update depends
+    /// on the place or the step ([`CellFn`]) override it.
+    #[allow(clippy::too_many_arguments)]
+    fn row_at(
+        &self,
+        src: &[T],
+        ext: [usize; 3],
+        z: usize,
+        y: usize,
+        x0: usize,
+        out: &mut [T],
+        place: &Place,
+        streaming: bool,
+    ) {
+        let _ = place;
+        if streaming {
+            self.row_streaming(src, ext, z, y, x0, out)
+        } else {
+            self.row(src, ext, z, y, x0, out)
+        }
+    }
 }
 
-/// The cells around one cell, for [`CellFn`].
+/// Where a block of cells sits in the global grid, and the step being
+/// computed: what a stencil needs for sources, obstacles and coefficients
+/// that vary in space or time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Place {
+    /// The global index (`[z, y, x]`) of local cell `[0, 0, 0]` (may be
+    /// negative: the halo).
+    pub origin: [i64; 3],
+    /// The global grid's extents `[z, y, x]` (1 on missing axes).
+    pub shape: [usize; 3],
+    /// Steps completed before this one (0 for the first update).
+    pub step: u64,
+}
+
+impl Place {
+    /// A place at the origin of a grid of `shape`, before step 0 (for
+    /// calling a stencil by hand).
+    pub fn start(shape: [usize; 3]) -> Self {
+        Place { origin: [0; 3], shape, step: 0 }
+    }
+}
+
+/// The cells around one cell, for [`CellFn`], and where that cell is.
 pub struct Neighbourhood<'a, T> {
     src: &'a [T],
     ext: [usize; 3],
     at: [usize; 3],
+    place: Place,
 }
 
 impl<T: Copy> Neighbourhood<'_, T> {
@@ -81,6 +128,42 @@ impl<T: Copy> Neighbourhood<'_, T> {
     pub fn centre(&self) -> T {
         self.get(0, 0, 0)
     }
+
+    /// The cell at offset `(dy, dx)` in a 2-D grid.
+    #[inline]
+    pub fn get2(&self, dy: i64, dx: i64) -> T {
+        self.get(0, dy, dx)
+    }
+
+    /// The centre cell's global index `[z, y, x]` (0 on missing axes;
+    /// wrapped on periodic axes, so it is always inside the grid there).
+    #[inline]
+    pub fn index(&self) -> [usize; 3] {
+        let mut g = [0usize; 3];
+        for a in 0..3 {
+            let n = self.place.shape[a].max(1) as i64;
+            g[a] = (self.place.origin[a] + self.at[a] as i64).rem_euclid(n) as usize;
+        }
+        g
+    }
+
+    /// The centre cell's global index `[y, x]` in a 2-D grid.
+    #[inline]
+    pub fn index2(&self) -> [usize; 2] {
+        let g = self.index();
+        [g[1], g[2]]
+    }
+
+    /// The global grid's extents `[z, y, x]`.
+    pub fn shape(&self) -> [usize; 3] {
+        self.place.shape
+    }
+
+    /// Steps completed before the one being computed (0 for the first).
+    #[inline]
+    pub fn step(&self) -> u64 {
+        self.place.step
+    }
 }
 
 /// A stencil from a per-cell closure.
@@ -92,7 +175,13 @@ impl<T: Copy> Neighbourhood<'_, T> {
 /// let avg = CellFn::new(1, Reach::Star, |n: &Neighbourhood<'_, f64>| {
 ///     (n.get(0, 0, -1) + n.centre() + n.get(0, 0, 1)) / 3.0
 /// });
-/// # let _ = avg;
+/// // 2-D diffusion with a heat source at cell (y, x) = (10, 20) for the first 100 steps.
+/// let source = CellFn::new(1, Reach::Star, |n: &Neighbourhood<'_, f64>| {
+///     let lap = n.get2(-1, 0) + n.get2(1, 0) + n.get2(0, -1) + n.get2(0, 1) - 4.0 * n.centre();
+///     let q = if n.index2() == [10, 20] && n.step() < 100 { 1.0 } else { 0.0 };
+///     n.centre() + 0.2 * lap + q
+/// });
+/// # let _ = (avg, source);
 /// ```
 pub struct CellFn<F> {
     radius: usize,
@@ -115,8 +204,21 @@ impl<T: Copy, F: Fn(&Neighbourhood<'_, T>) -> T + Sync> Stencil<T> for CellFn<F>
         self.reach
     }
     fn row(&self, src: &[T], ext: [usize; 3], z: usize, y: usize, x0: usize, out: &mut [T]) {
+        self.row_at(src, ext, z, y, x0, out, &Place::start(ext), false)
+    }
+    fn row_at(
+        &self,
+        src: &[T],
+        ext: [usize; 3],
+        z: usize,
+        y: usize,
+        x0: usize,
+        out: &mut [T],
+        place: &Place,
+        _streaming: bool,
+    ) {
         for (i, o) in out.iter_mut().enumerate() {
-            *o = (self.f)(&Neighbourhood { src, ext, at: [z, y, x0 + i] });
+            *o = (self.f)(&Neighbourhood { src, ext, at: [z, y, x0 + i], place: *place });
         }
     }
 }

@@ -19,9 +19,12 @@ use parsim_partition::{Config, Method, Partitioner};
 use serde_json::{json, Value};
 use toml::Value as Toml;
 
-use crate::progress::Progress;
-use crate::runner::{write_atomic, ModelOutput, RunContext};
-use crate::scenario::{InputError, Scenario, Section};
+use super::{ModelOutput, RunContext};
+use parsim::write_atomic;
+use parsim::Progress;
+
+use crate::report::epidemic_plot;
+use parsim::{InputError, Scenario, Section};
 
 /// Where the contact network comes from.
 #[derive(Clone, Debug, PartialEq)]
@@ -543,12 +546,15 @@ pub fn run<C: Comm>(comm: &C, setup: &AbmSetup, ctx: &RunContext, out: &Path) ->
     if comm.rank() == 0 && ctx.outputs {
         let _io = comm.clock().enter(Phase::Io);
         std::fs::create_dir_all(out).map_err(|e| anyhow::anyhow!("creating {}: {e}", out.display()))?;
-        let mut csv = String::from("day,S,E,I,R,V,new_infections,isolated\n");
+        let names: Vec<String> = pop.layers.iter().map(|l| l.name.clone()).collect();
+        let mut csv = String::from("day,S,E,I,R,V,new_infections,isolated,interventions\n");
         for (d, c) in res.curve.iter().enumerate() {
-            csv.push_str(&format!("{d},{},{},{},{},{},{},{}\n", c.s, c.e, c.i, c.r, c.v, c.new, c.isolated));
+            let active = epidemic_plot::active_on(&cfg, &names, d as u32).join(";");
+            csv.push_str(&format!("{d},{},{},{},{},{},{},{},{active}\n", c.s, c.e, c.i, c.r, c.v, c.new, c.isolated));
         }
         write_atomic(&out.join("curve.csv"), csv.as_bytes())?;
-        crate::plot::epidemic_png(&out.join("epidemic.png"), &res.curve, pop.agents() as u64)?;
+        let windows = epidemic_plot::windows(&cfg, &names);
+        epidemic_plot::epidemic_png(&out.join("epidemic.png"), &res.curve, pop.agents() as u64, &windows)?;
         println!(
             "epidemic: {} agents, {} days: attack rate {:.2}%, peak day {} ({:.2}% infectious), peak incidence day {}, growth rate {}/day, R0 estimate {}",
             pop.agents(),

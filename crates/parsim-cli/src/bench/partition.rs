@@ -13,7 +13,7 @@ use parsim_partition::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::runner::write_atomic;
+use parsim::write_atomic;
 
 /// One (graph, K) measurement.
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -13,9 +13,9 @@ use parsim_grid::{
 use serde_json::json;
 use toml::Value;
 
-use crate::progress::Progress;
-use crate::runner::{ModelOutput, RunContext};
-use crate::scenario::{InputError, Scenario};
+use super::{ModelOutput, RunContext};
+use parsim::Progress;
+use parsim::{InputError, Scenario};
 
 /// The built-in update rules.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -11,7 +11,7 @@ use parsim_core::rng::StreamKey;
 use parsim_sweep::{exec, spec, Metrics, Replications, Store, SweepSpec, Task};
 use serde::Serialize;
 
-use crate::runner::write_atomic;
+use parsim::write_atomic;
 
 /// The report.
 #[derive(Serialize)]
@@ -93,24 +93,13 @@ pub fn run(out: PathBuf, quick: bool, reps: usize) -> Result<()> {
     let (c1, c2, cu) = (median(t1), median(t2), median(u2));
     // The epidemic scenario's tasks, through the scenario runner.
     let text = "[run]\nmodel = \"epidemic\"\n\n[abm]\npopulation = \"er\"\nagents = 5000\nmean_degree = 10\ngraph_seed = 5\ndays = 120\n";
-    let sc = crate::scenario::Scenario::parse(std::path::Path::new("bench.toml"), text.to_string())?;
-    let epi = |t: &Task, seed: u64| -> std::result::Result<Metrics, String> {
-        let mut s = sc.clone();
-        s.set_value("run", "seed", toml::Value::Integer(seed as i64));
-        let plan = crate::runner::plan(&mut s, Some(std::env::temp_dir().join("parsim-bench-sweep")), None, false)
-            .map_err(|e| e.to_string())?;
-        // Build an epidemic's population here, on this worker's one-thread pool
-        // (the rank thread below would use the shared pool).
-        if let crate::runner::Model::Epidemic(setup) = &plan.model {
-            crate::sweep_cmd::on_worker_pool(|| setup.population(seed)).map_err(|e| format!("{e:#}"))?;
-        }
-        let ctx = crate::runner::RunContext { seed, progress: false, verify: false, outputs: false };
-        let o = crate::sweep_cmd::on_worker_pool(|| {
-            parsim_comm::launch(1, |comm| plan.model.run(&comm, &ctx, &plan.out).map_err(|e| format!("{e:#}")))
-        })
-        .map_err(|e| e.to_string())?;
-        let _ = t;
-        Ok(Metrics::from([("attack_rate".to_string(), o[0].metrics["attack_rate"].as_f64().unwrap_or(0.0))]))
+    let sc = parsim::Scenario::parse(std::path::Path::new("bench.toml"), text.to_string())?;
+    let exp = crate::models::epidemic_experiment();
+    let scratch = std::env::temp_dir().join("parsim-bench-sweep");
+    let epi = |_: &Task, seed: u64| -> std::result::Result<Metrics, String> {
+        let o = exp.evaluate(&sc, seed, &scratch).map_err(|e| e.to_string())?;
+        let a = o.metrics_map().get("attack_rate").and_then(|v| v.as_f64()).unwrap_or(0.0);
+        Ok(Metrics::from([("attack_rate".to_string(), a)]))
     };
     let (mut e1, mut e2) = (Vec::new(), Vec::new());
     for _ in 0..reps {

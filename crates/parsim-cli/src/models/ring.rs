@@ -9,9 +9,9 @@ use parsim_comm::{Comm, Source, TagMatch};
 use parsim_core::{rng::StreamKey, Digester};
 use serde_json::json;
 
-use crate::progress::Progress;
-use crate::runner::{ModelOutput, RunContext};
-use crate::scenario::{InputError, Scenario};
+use super::{ModelOutput, RunContext};
+use parsim::Progress;
+use parsim::{InputError, Scenario};
 
 /// The `[ring]` table.
 #[derive(Clone, Debug, PartialEq, Eq)]

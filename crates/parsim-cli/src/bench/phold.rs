@@ -10,7 +10,7 @@ use parsim_des::queue::{QuadHeap, StdHeap};
 use parsim_des::{DesConfig, DesStats, Engine};
 use serde::{Deserialize, Serialize};
 
-use crate::runner::write_atomic;
+use parsim::write_atomic;
 
 /// One measured configuration (medians over the repetitions).
 #[derive(Clone, Debug, Serialize, Deserialize)]

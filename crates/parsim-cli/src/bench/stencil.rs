@@ -9,7 +9,7 @@ use parsim_grid::{GridSpec, Heat5, Heat7, Stencil};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::runner::write_atomic;
+use parsim::write_atomic;
 
 /// STREAM-style bandwidth, GB/s (best of 5).
 #[derive(Clone, Debug, Serialize, Deserialize)]

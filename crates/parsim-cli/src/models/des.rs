@@ -8,9 +8,9 @@ use parsim_des::models::{Phold, QueueStats, Queues};
 use parsim_des::{Cancellation, DesConfig, DesStats, Engine, GvtAlgorithm, Model, Report, StateSaving};
 use serde_json::{json, Value};
 
-use crate::progress::Progress;
-use crate::runner::{ModelOutput, RunContext};
-use crate::scenario::{InputError, Scenario};
+use super::{ModelOutput, RunContext};
+use parsim::Progress;
+use parsim::{InputError, Scenario};
 
 /// A DES model and its engine.
 #[derive(Clone, Debug, PartialEq)]

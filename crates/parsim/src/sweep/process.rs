@@ -157,7 +157,7 @@ impl Drop for ProcessPool {
 }
 
 /// The child's side: answers requests from stdin until it closes.
-pub fn serve(run: impl Fn(&Task, u64) -> Result<Metrics, String>) -> anyhow::Result<()> {
+pub fn serve(run: impl Fn(&Task, u64) -> Result<Metrics, String>) -> Result<(), Box<dyn std::error::Error>> {
     let stdin = std::io::stdin();
     for line in stdin.lock().lines() {
         let line = line?;

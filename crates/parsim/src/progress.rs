@@ -5,6 +5,10 @@ use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use crate::model::Whereabouts;
 
 /// Reports `done / total` units of work.
 pub struct Progress {
@@ -18,6 +22,8 @@ pub struct Progress {
     /// The last amount set, and whether `finish` has reported it.
     done: u64,
     finished: bool,
+    /// Where the rank is, for error messages (see [`Rank::progress`](crate::Rank::progress)).
+    track: Option<Arc<Whereabouts>>,
 }
 
 /// How often plain progress lines are printed.
@@ -48,6 +54,7 @@ impl Progress {
             every: LINE_EVERY,
             done: 0,
             finished: false,
+            track: None,
         }
     }
 
@@ -86,8 +93,18 @@ impl Progress {
         }
     }
 
+    /// Also records every amount set in `w` (for error messages).
+    pub(crate) fn tracking(mut self, w: Arc<Whereabouts>) -> Self {
+        self.track = Some(w);
+        self
+    }
+
     /// Sets the amount done.
     pub fn set(&mut self, done: u64) {
+        if let Some(w) = &self.track {
+            w.step.store(done, Ordering::Relaxed);
+            w.reported.store(true, Ordering::Relaxed);
+        }
         if self.quiet {
             return;
         }

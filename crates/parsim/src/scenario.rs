@@ -91,14 +91,25 @@ impl Scenario {
     /// Applies `--set table.key=value`; the value is read as TOML (`50`,
     /// `true`, `"x"`, `[1, 2]`), or as a plain string if it is not TOML.
     pub fn set(&mut self, assignment: &str) -> Result<(), InputError> {
+        self.set_in(assignment, None)
+    }
+
+    /// [`set`](Self::set), where a key without a table (`tellers=5`) goes to
+    /// `default_table` (a model's own table).
+    pub fn set_in(&mut self, assignment: &str, default_table: Option<&str>) -> Result<(), InputError> {
         let flag = format!("--set {assignment}");
         let (key, raw) =
             assignment.split_once('=').ok_or_else(|| InputError::flag(&flag, "expected table.key=value"))?;
-        let (table, field) = key
-            .trim()
-            .split_once('.')
-            .filter(|(t, f)| !t.is_empty() && !f.is_empty() && !f.contains('.'))
-            .ok_or_else(|| InputError::flag(&flag, "expected a key of the form table.key (e.g. ring.laps)"))?;
+        let key = key.trim();
+        let (table, field) = match (key.split_once('.'), default_table) {
+            (Some((t, f)), _) => (t, f),
+            (None, Some(t)) => (t, key),
+            (None, None) => ("", key),
+        };
+        if table.is_empty() || field.is_empty() || field.contains('.') {
+            let eg = default_table.map_or("ring.laps".to_string(), |t| format!("{t}.key or key"));
+            return Err(InputError::flag(&flag, format!("expected a key of the form table.key (e.g. {eg})")));
+        }
         let raw = raw.trim();
         let value = format!("v = {raw}")
             .parse::<Table>()
@@ -112,6 +123,22 @@ impl Scenario {
         t.insert(field.to_string(), value);
         self.overridden.insert(format!("{table}.{field}"));
         Ok(())
+    }
+
+    /// The scenario as it stands after every `--set` and flag: what
+    /// `summary.json` records so that the run can be repeated.
+    pub fn resolved(&self) -> &Table {
+        &self.root
+    }
+
+    /// The keys set on the command line (`table.key`), in order.
+    pub fn overrides(&self) -> Vec<String> {
+        self.overridden.iter().cloned().collect()
+    }
+
+    /// The scenario's text as read (before overrides).
+    pub fn text(&self) -> &str {
+        &self.text
     }
 
     /// Sets a value from a dedicated flag (`--seed`, `--ranks` …).
@@ -311,6 +338,11 @@ impl Section<'_> {
     /// by the caller, with errors made by [`error`](Self::error)).
     pub fn raw(&mut self, key: &str) -> Option<Value> {
         self.take(key)
+    }
+
+    /// The table as written (for readers that take it whole, like serde).
+    pub fn table(&self) -> &Table {
+        &self.table
     }
 
     /// An error about `key` of this table.

@@ -4,37 +4,23 @@
 //! replication). Writes `DIR/tasks.jsonl` (as tasks finish), then
 //! `results.csv`, `results.json` and, for one swept parameter, `sweep.png`.
 
+mod process;
+
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use anyhow::Result;
 use parsim_sweep::{exec, spec, Metrics, Replications, Store, SweepOutcome, SweepSpec, Task};
 use serde_json::{json, Value as Json};
 use toml::Value;
 
+use crate::experiment::{parse_backend, Experiment, SweepArgs};
+use crate::model::{Model, Rank};
 use crate::progress::Progress;
-use crate::runner::{self, write_atomic, Backend, RunContext};
+use crate::run::{self, read_run_table, write_atomic, Backend};
 use crate::scenario::{InputError, Scenario, Section};
+use crate::Error;
 
-/// The flags of `parsim sweep`.
-pub struct SweepArgs {
-    /// The scenario.
-    pub scenario: PathBuf,
-    /// Workers (threads backend).
-    pub workers: Option<usize>,
-    /// The backend.
-    pub backend: Backend,
-    /// Output directory.
-    pub out: Option<PathBuf>,
-    /// Continue from DIR/tasks.jsonl.
-    pub resume: bool,
-    /// `--set` overrides.
-    pub set: Vec<String>,
-    /// `--isolate thread|process` (default: `[sweep] isolate`, or thread).
-    pub isolate: Option<String>,
-    /// Serve tasks on stdin/stdout (the child of a process-isolated worker).
-    pub serve: bool,
-}
+pub use process::kill_self;
 
 fn to_json(v: &Value) -> Json {
     match v {
@@ -305,11 +291,12 @@ fn read_sweep(sc: &mut Scenario, seed: u64) -> Result<SweepSetup, InputError> {
 
 /// The scenario of one task: the point's values, the task's seed, the
 /// threads backend (with `[sweep] ranks_per_task` ranks, set on the base).
-fn task_scenario(base: &Scenario, spec: &SweepSpec, task: &Task, seed: u64) -> Scenario {
+fn task_scenario(base: &Scenario, spec: &SweepSpec, task: &Task, seed: u64, model_table: &str) -> Scenario {
     let mut sc = base.clone();
     for (key, v) in &spec.points[task.point].values {
-        if let Some((table, field)) = key.split_once('.') {
-            sc.set_value(table, field, to_toml(v));
+        match key.split_once('.') {
+            Some((table, field)) => sc.set_value(table, field, to_toml(v)),
+            None => sc.set_value(model_table, key, to_toml(v)),
         }
     }
     sc.set_value("run", "seed", Value::Integer(seed as i64));
@@ -336,9 +323,34 @@ pub fn on_worker_pool<R: Send>(f: impl FnOnce() -> R + Send) -> R {
     TASK_POOL.with(|p| p.install(f))
 }
 
+/// Runs a scenario in this process, quietly, on its `[run] ranks` threads:
+/// shared inputs are built on this worker's one-thread pool, then the ranks
+/// run; returns rank 0's outcome.
+pub(crate) fn evaluate<M: Model>(
+    exp: &Experiment<M>,
+    mut sc: Scenario,
+    seed: u64,
+    scratch: &Path,
+) -> Result<crate::Outcome, String> {
+    let plan = run::plan(exp, &mut sc, Some(scratch.to_path_buf()), None, false).map_err(|e| e.to_string())?;
+    let model = exp.model();
+    // Shared inputs (an epidemic's population) are built here, on this
+    // worker's one-thread pool (the rank threads below would use the shared pool).
+    on_worker_pool(|| model.prepare(&plan.params, seed)).map_err(|e| format!("model {}: {e}", model.name()))?;
+    let mut out = on_worker_pool(|| {
+        parsim_comm::launch(plan.ranks, |comm| {
+            let mut rank = Rank::new(&comm, seed, &plan.out, plan.threads_per_rank, false, false, false);
+            run::run_model(model, &plan.params, &mut rank)
+        })
+    })
+    .map_err(|e| e.to_string())?;
+    Ok(out.swap_remove(0))
+}
+
 /// Runs one task in this process and returns its top-level numeric metrics
 /// (those in `wanted`, or every one but timings).
-fn run_task(
+fn run_task<M: Model>(
+    exp: &Experiment<M>,
     base: &Scenario,
     spec: &SweepSpec,
     wanted: Option<&[String]>,
@@ -347,28 +359,15 @@ fn run_task(
     scratch: &Path,
 ) -> Result<Metrics, String> {
     if spec.kill_due(task) {
-        crate::sweep_process::kill_self();
+        kill_self();
     }
-    let mut sc = task_scenario(base, spec, task, seed);
-    let plan = runner::plan(&mut sc, Some(scratch.to_path_buf()), None, false).map_err(|e| e.to_string())?;
-    // Build an epidemic's population here, on this worker's one-thread pool
-    // (the rank thread below would use the shared pool).
-    if let crate::runner::Model::Epidemic(setup) = &plan.model {
-        on_worker_pool(|| setup.population(seed)).map_err(|e| format!("{e:#}"))?;
-    }
-    let ctx = RunContext { seed, progress: false, verify: false, outputs: false };
-    let out = on_worker_pool(|| {
-        parsim_comm::launch(plan.ranks, |comm| plan.model.run(&comm, &ctx, &plan.out).map_err(|e| format!("{e:#}")))
-    })
-    .map_err(|e| e.to_string())?
-    .remove(0);
+    let sc = task_scenario(base, spec, task, seed, exp.model().table());
+    let out = evaluate(exp, sc, seed, scratch)?;
     let mut m = Metrics::new();
-    if let Some(obj) = out.metrics.as_object() {
-        for (k, v) in obj {
-            if let Some(x) = v.as_f64() {
-                if wanted.map_or(!is_timing(k), |w| w.iter().any(|n| n == k)) {
-                    m.insert(k.clone(), x);
-                }
+    for (k, v) in out.metrics_map() {
+        if let Some(x) = v.as_f64() {
+            if wanted.map_or(!is_timing(k), |w| w.iter().any(|n| n == k)) {
+                m.insert(k.clone(), x);
             }
         }
     }
@@ -460,18 +459,104 @@ fn show(bar: &Mutex<Progress>, retries: u32, st: parsim_sweep::Status) {
     }
 }
 
-/// Runs the sweep.
-pub fn run(a: SweepArgs) -> Result<()> {
-    let mut sc = Scenario::load(&a.scenario)?;
-    for s in &a.set {
-        sc.set(s)?;
-    }
-    let seed = {
-        let t = sc.clone();
-        let mut probe = t;
-        let mut r = probe.section("run", true)?;
-        r.int("seed", Some(0), 0..=u64::MAX)?
+/// `--param KEY=V1,V2,…` or `KEY=START:STOP:STEP` as a `[sweep] parameters` entry.
+fn param_flag(p: &str) -> Result<(String, Value), InputError> {
+    let flag = format!("--param {p}");
+    let (key, vals) = p
+        .split_once('=')
+        .filter(|(k, v)| !k.trim().is_empty() && !v.trim().is_empty())
+        .ok_or_else(|| InputError::flag(&flag, "expected KEY=V1,V2,… or KEY=START:STOP:STEP"))?;
+    let parse = |s: &str| {
+        format!("v = {}", s.trim())
+            .parse::<toml::Table>()
+            .ok()
+            .and_then(|mut t| t.remove("v"))
+            .unwrap_or_else(|| Value::String(s.trim().to_string()))
     };
+    let parts: Vec<&str> = vals.split(':').collect();
+    let value = if parts.len() == 3 {
+        let mut t = toml::Table::new();
+        for (name, v) in ["start", "stop", "step"].iter().zip(&parts) {
+            let v = parse(v);
+            if !matches!(v, Value::Integer(_) | Value::Float(_)) {
+                return Err(InputError::flag(&flag, format!("{name} must be a number, found {v}")));
+            }
+            t.insert(name.to_string(), v);
+        }
+        Value::Table(t)
+    } else if parts.len() == 1 {
+        Value::Array(vals.split(',').map(parse).collect())
+    } else {
+        return Err(InputError::flag(&flag, "expected KEY=V1,V2,… or KEY=START:STOP:STEP"));
+    };
+    Ok((key.trim().to_string(), value))
+}
+
+/// The `[sweep]` keys given as flags (`--param`, `--replications`, `--metrics`).
+fn apply_sweep_flags(sc: &mut Scenario, a: &SweepArgs) -> Result<(), InputError> {
+    if !a.param.is_empty() {
+        let mut params = match sc.resolved().get("sweep").and_then(|s| s.get("parameters")) {
+            Some(Value::Table(t)) => t.clone(),
+            _ => toml::Table::new(),
+        };
+        for p in &a.param {
+            let (k, v) = param_flag(p)?;
+            params.insert(k, v);
+        }
+        sc.set_value("sweep", "parameters", Value::Table(params));
+    }
+    if let Some(r) = a.replications {
+        if r == 0 {
+            return Err(InputError::flag("--replications 0", "at least one replication"));
+        }
+        sc.set_value("sweep", "replications", Value::Integer(r.min(i64::MAX as u64) as i64));
+    }
+    if !a.metrics.is_empty() {
+        let list = a.metrics.iter().map(|m| Value::String(m.clone())).collect();
+        sc.set_value("sweep", "metrics", Value::Array(list));
+    }
+    Ok(())
+}
+
+/// The arguments a process-isolated worker's child gets: the same sweep, served on stdin/stdout.
+fn child_args(a: &SweepArgs, out: &Path) -> Vec<String> {
+    let mut args = vec!["sweep".to_string()];
+    if let Some(s) = &a.scenario {
+        args.push(s.display().to_string());
+    }
+    for (flag, list) in [("--set", &a.set), ("--param", &a.param)] {
+        for s in list {
+            args.extend([flag.to_string(), s.clone()]);
+        }
+    }
+    if let Some(r) = a.replications {
+        args.extend(["--replications".to_string(), r.to_string()]);
+    }
+    if !a.metrics.is_empty() {
+        args.extend(["--metrics".to_string(), a.metrics.join(",")]);
+    }
+    // `--isolate` keeps the child's checks those of the parent.
+    args.extend(["--isolate", "process", "--out"].map(String::from));
+    args.extend([out.display().to_string(), "--serve".to_string()]);
+    args
+}
+
+/// Runs the sweep; returns the outcome on the rank that has it.
+pub(crate) fn run<M: Model>(exp: &Experiment<M>, a: &SweepArgs) -> Result<Option<SweepOutcome>, Error> {
+    let backend = parse_backend(&a.backend, "--backend")?;
+    if a.workers == Some(0) {
+        return Err(InputError::flag("--workers 0", "at least one worker").into());
+    }
+    let mut sc = exp.load_scenario(a.scenario.as_deref(), &a.set)?;
+    apply_sweep_flags(&mut sc, a)?;
+    if !sc.has_table("sweep") {
+        return Err(InputError::flag(
+            "sweep",
+            "nothing to sweep: give a scenario with a [sweep] table, or --param KEY=V1,V2,… (and --replications R)",
+        )
+        .into());
+    }
+    let seed = read_run_table(&mut sc.clone(), false)?.seed;
     let SweepSetup { spec, workers: workers_key, metrics: wanted, group, ranks_per_task, isolate, timeout } =
         read_sweep(&mut sc, seed)?;
     let isolate = match &a.isolate {
@@ -487,14 +572,17 @@ pub fn run(a: SweepArgs) -> Result<()> {
     }
     sc.set_value("run", "ranks", Value::Integer(ranks_per_task as i64));
     spec.check().map_err(|e| InputError { place: sc.path().display().to_string(), msg: format!("[sweep] {e}") })?;
-    let stem = a.scenario.file_stem().map_or_else(|| "sweep".to_string(), |s| s.to_string_lossy().into_owned());
+    let stem = match &a.scenario {
+        Some(p) => p.file_stem().map_or_else(|| "sweep".to_string(), |s| s.to_string_lossy().into_owned()),
+        None => format!("{}-sweep", exp.model().name()),
+    };
     let out = a.out.clone().unwrap_or_else(|| PathBuf::from("out").join(stem));
     let scratch = out.join("scratch");
     // Every swept key must be a key of the scenario: plan the first point.
     {
         let task = Task { point: 0, replication: 0, attempt: 0 };
-        let mut probe = task_scenario(&sc, &spec, &task, 0);
-        runner::plan(&mut probe, Some(scratch.clone()), None, false).map_err(|e| {
+        let mut probe = task_scenario(&sc, &spec, &task, 0, exp.model().table());
+        run::plan(exp, &mut probe, Some(scratch.clone()), None, false).map_err(|e| {
             let keys: Vec<&str> = spec.points[0].values.iter().map(|(k, _)| k.as_str()).collect();
             InputError {
                 place: sc.path().display().to_string(),
@@ -508,56 +596,54 @@ pub fn run(a: SweepArgs) -> Result<()> {
         }
     }
     if a.serve {
-        return crate::sweep_process::serve(|t, s| run_task(&sc, &spec, wanted.as_deref(), t, s, &scratch));
+        process::serve(|t, s| run_task(exp, &sc, &spec, wanted.as_deref(), t, s, &scratch))
+            .map_err(|e| Error::Run(e.to_string()))?;
+        return Ok(None);
     }
-    std::fs::create_dir_all(&out)?;
+    std::fs::create_dir_all(&out).map_err(|e| Error::Io { path: out.clone(), msg: e.to_string() })?;
     let log = out.join("tasks.jsonl");
     let workers =
         a.workers.or(workers_key).unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let pool = (isolate == Isolation::Process)
-        .then(|| {
-            let mut args = vec!["sweep".to_string(), a.scenario.display().to_string()];
-            for s in &a.set {
-                args.extend(["--set".to_string(), s.clone()]);
-            }
-            // The child reads the same scenario; `--isolate` keeps its checks those of the parent.
-            args.extend(["--isolate", "process", "--out"].map(String::from));
-            args.extend([out.display().to_string(), "--serve".to_string()]);
-            std::env::current_exe().map(|exe| crate::sweep_process::ProcessPool::new(exe, args, timeout))
-        })
-        .transpose()?;
+        .then(|| std::env::current_exe().map(|exe| process::ProcessPool::new(exe, child_args(a, &out), timeout)))
+        .transpose()
+        .map_err(|e| Error::Run(format!("cannot find this program to start workers: {e}")))?;
     let runner = |t: &Task, s: u64| match &pool {
         Some(p) => p.run(t, s),
-        None => run_task(&sc, &spec, wanted.as_deref(), t, s, &scratch),
+        None => run_task(exp, &sc, &spec, wanted.as_deref(), t, s, &scratch),
     };
     let total = match &spec.replications {
-        Replications::Fixed(r) => r * spec.points.len() as u64,
-        Replications::Until { max, .. } => max * spec.points.len() as u64,
+        Replications::Fixed(r) => r.saturating_mul(spec.points.len() as u64),
+        Replications::Until { max, .. } => max.saturating_mul(spec.points.len() as u64),
     };
-    let outcome = match a.backend {
+    let quiet = !exp.shows_progress() || crate::logging::is_quiet();
+    let outcome = match backend {
         Backend::Threads => {
-            let (mut store, done) = Store::open(&log, &spec.fingerprint(), a.resume, true)?;
+            let (mut store, done) =
+                Store::open(&log, &spec.fingerprint(), a.resume, true).map_err(|e| Error::Run(e.to_string()))?;
             if a.resume {
-                eprintln!("resuming: {} tasks already in {}", done.len(), log.display());
+                tracing::info!("resuming: {} tasks already in {}", done.len(), log.display());
             }
-            let bar = Mutex::new(Progress::new("tasks", total, false));
+            let bar = Mutex::new(Progress::new("tasks", total, quiet));
             let progress = |st: parsim_sweep::Status| show(&bar, spec.retries, st);
-            let o = exec::run_threads(&spec, workers, &runner, &mut store, done, &progress)?;
+            let o = exec::run_threads(&spec, workers, &runner, &mut store, done, &progress)
+                .map_err(|e| Error::Run(e.to_string()))?;
             bar.into_inner().map(|mut b| b.finish()).ok();
             Some(o)
         }
-        Backend::Mpi => run_mpi(&spec, group, &runner, &log, a.resume, total)?,
+        Backend::Mpi => run_mpi(&spec, group, &runner, &log, a.resume, total, quiet)?,
     };
-    let Some(o) = outcome else { return Ok(()) };
-    write_outputs(&spec, &o, &out)?;
+    let Some(o) = outcome else { return Ok(None) };
+    write_outputs(&spec, &o, &out, quiet)?;
     let _ = std::fs::remove_dir_all(&scratch);
-    Ok(())
+    Ok(Some(o))
 }
 
-fn write_outputs(spec: &SweepSpec, o: &SweepOutcome, out: &Path) -> Result<()> {
+fn write_outputs(spec: &SweepSpec, o: &SweepOutcome, out: &Path, quiet: bool) -> Result<(), Error> {
     write_atomic(&out.join("results.csv"), csv(spec, o).as_bytes())?;
     let json = json!({ "sweep": spec, "points": o.points, "failed_attempts": o.failed_attempts });
-    write_atomic(&out.join("results.json"), serde_json::to_string_pretty(&json)?.as_bytes())?;
+    let text = serde_json::to_string_pretty(&json).map_err(|e| Error::Run(e.to_string()))?;
+    write_atomic(&out.join("results.json"), text.as_bytes())?;
     let watched = match &spec.replications {
         Replications::Until { metric, .. } => Some(metric.clone()),
         Replications::Fixed(_) => o.points.first().and_then(|p| p.metrics.keys().next().cloned()),
@@ -574,8 +660,13 @@ fn write_outputs(spec: &SweepSpec, o: &SweepOutcome, out: &Path) -> Result<()> {
             })
             .collect();
         if !pts.is_empty() {
-            crate::plot::sweep_png(&out.join("sweep.png"), &pts)?;
+            let x = &spec.points[0].values[0].0;
+            let level = (spec.confidence * 100.0).round();
+            crate::plot::sweep_png(&out.join("sweep.png"), &pts, x, m, level)?;
         }
+    }
+    if quiet {
+        return Ok(());
     }
     let failed: usize = o.points.iter().map(|p| p.failed.len()).sum();
     println!(
@@ -612,20 +703,22 @@ fn run_mpi(
     log: &Path,
     resume: bool,
     total: u64,
-) -> Result<Option<SweepOutcome>> {
+    quiet: bool,
+) -> Result<Option<SweepOutcome>, Error> {
     use parsim_comm::Comm;
-    Ok(parsim_comm::mpi::launch(|comm| {
+    parsim_comm::mpi::launch(|comm| {
         let (mut store, done) = if comm.rank() == 0 {
             Store::open(log, &spec.fingerprint(), resume, true).map_err(|e| e.to_string())?
         } else {
             (Store::memory(), Vec::new())
         };
-        let bar = Mutex::new(Progress::new("tasks", total, comm.rank() != 0));
+        let bar = Mutex::new(Progress::new("tasks", total, quiet || comm.rank() != 0));
         let progress = |st: parsim_sweep::Status| show(&bar, spec.retries, st);
         let o = exec::run_comm(&comm, spec, group, runner, &mut store, done, &progress).map_err(|e| e.to_string())?;
         bar.into_inner().map(|mut b| b.finish()).ok();
         Ok::<_, String>(o)
-    })?)
+    })
+    .map_err(|e| Error::Run(e.to_string()))
 }
 
 #[cfg(not(feature = "mpi"))]
@@ -636,6 +729,7 @@ fn run_mpi(
     _log: &Path,
     _resume: bool,
     _total: u64,
-) -> Result<Option<SweepOutcome>> {
-    Err(InputError::flag("--backend mpi", "this parsim was built without MPI; rebuild with --features mpi").into())
+    _quiet: bool,
+) -> Result<Option<SweepOutcome>, Error> {
+    Err(InputError::flag("--backend mpi", "this program was built without MPI; rebuild with --features mpi").into())
 }

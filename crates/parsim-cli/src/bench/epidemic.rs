@@ -13,8 +13,8 @@ use anyhow::{bail, Result};
 use parsim_comm::Comm;
 use serde::Serialize;
 
-use crate::abm::{self, AbmSetup, Simulated};
-use crate::runner::{write_atomic, Backend};
+use crate::models::epidemic::{self as abm, AbmSetup, Simulated};
+use parsim::{write_atomic, Backend};
 
 /// The command's flags.
 pub struct Args {
@@ -214,8 +214,5 @@ fn run_mpi(setup: &AbmSetup, agents: usize, seed: u64, reps: usize) -> Result<Ve
 
 #[cfg(not(feature = "mpi"))]
 fn run_mpi(_setup: &AbmSetup, _agents: usize, _seed: u64, _reps: usize) -> Result<Vec<Row>> {
-    bail!(crate::scenario::InputError::flag(
-        "--backend mpi",
-        "this parsim was built without MPI; rebuild with --features mpi"
-    ))
+    bail!(parsim::InputError::flag("--backend mpi", "this parsim was built without MPI; rebuild with --features mpi"))
 }

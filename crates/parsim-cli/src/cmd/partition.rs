@@ -8,7 +8,7 @@ use anyhow::Result;
 use parsim_partition::{io, vertex_cut, Config, Method, PartitionError, Partitioner, Preset, VertexCut};
 use serde_json::json;
 
-use crate::scenario::InputError;
+use parsim::InputError;
 
 /// The flags of `parsim partition`.
 pub struct PartitionArgs {

@@ -1,0 +1,173 @@
+//! The built-in models, each an ordinary [`parsim::Model`] read from its
+//! scenario tables: the binary dispatches on `[run] model` and hands the
+//! rest to the same front door a user's model gets.
+
+pub mod des;
+pub mod epidemic;
+pub mod grid;
+pub mod ring;
+
+use parsim::{BoxError, Experiment, InputError, Model, Outcome, Rank, RunSettings, Scenario};
+use parsim_comm::Comm;
+use parsim_core::Digest;
+use serde_json::Value;
+
+/// The names `[run] model` takes.
+pub const NAMES: [&str; 5] = ["ring", "grid", "phold", "queues", "epidemic"];
+
+/// What a built-in model's rank function hands back.
+pub struct ModelOutput {
+    /// The digest of the canonical final state (equal on every rank).
+    pub digest: Digest,
+    /// Model-specific figures for `summary.json`.
+    pub metrics: Value,
+}
+
+impl From<ModelOutput> for Outcome {
+    fn from(m: ModelOutput) -> Outcome {
+        Outcome::new().digest(m.digest).metrics(m.metrics)
+    }
+}
+
+/// What the built-in model code asks of the run.
+pub struct RunContext {
+    /// The run's seed.
+    pub seed: u64,
+    /// Whether to show progress (on rank 0).
+    pub progress: bool,
+    /// Whether to print analytic checks beside the results (`--verify`).
+    pub verify: bool,
+    /// Whether the model writes its own files and summary lines (off inside sweeps).
+    pub outputs: bool,
+}
+
+impl RunContext {
+    fn of<C: Comm>(r: &Rank<'_, C>) -> Self {
+        RunContext { seed: r.seed(), progress: r.shows_progress(), verify: r.verify(), outputs: r.writes_outputs() }
+    }
+}
+
+/// `model = "ring"`.
+pub struct Ring;
+
+impl Model for Ring {
+    type Params = ring::RingConfig;
+    fn name(&self) -> &str {
+        "ring"
+    }
+    fn describe(&self, p: &Self::Params, ranks: usize) -> String {
+        ring::describe(p, ranks)
+    }
+    fn run<C: Comm>(&self, p: &Self::Params, rank: &mut Rank<'_, C>) -> Result<Outcome, BoxError> {
+        Ok(ring::run(rank.comm(), p, &RunContext::of(rank))?.into())
+    }
+}
+
+/// `model = "grid"`.
+pub struct Grid;
+
+impl Model for Grid {
+    type Params = grid::GridConfig;
+    fn name(&self) -> &str {
+        "grid"
+    }
+    fn describe(&self, p: &Self::Params, ranks: usize) -> String {
+        p.describe(ranks).unwrap_or_else(|e| format!("grid: {e}\n"))
+    }
+    fn run<C: Comm>(&self, p: &Self::Params, rank: &mut Rank<'_, C>) -> Result<Outcome, BoxError> {
+        Ok(grid::run(rank.comm(), p, &RunContext::of(rank), rank.out_dir())?.into())
+    }
+}
+
+/// `model = "phold"` or `"queues"` (the DES engines).
+pub struct Des(pub &'static str);
+
+impl Model for Des {
+    type Params = des::DesSetup;
+    fn name(&self) -> &str {
+        self.0
+    }
+    fn describe(&self, p: &Self::Params, ranks: usize) -> String {
+        p.describe(ranks)
+    }
+    fn run<C: Comm>(&self, p: &Self::Params, rank: &mut Rank<'_, C>) -> Result<Outcome, BoxError> {
+        Ok(des::run(rank.comm(), p, &RunContext::of(rank))?.into())
+    }
+}
+
+/// `model = "epidemic"` (its parameters are the `[abm]` table).
+pub struct Epidemic;
+
+impl Model for Epidemic {
+    type Params = epidemic::AbmSetup;
+    fn name(&self) -> &str {
+        "epidemic"
+    }
+    fn table(&self) -> &str {
+        "abm"
+    }
+    fn describe(&self, p: &Self::Params, ranks: usize) -> String {
+        p.describe(ranks)
+    }
+    fn prepare(&self, p: &Self::Params, seed: u64) -> Result<(), BoxError> {
+        p.population(seed)?;
+        Ok(())
+    }
+    fn run<C: Comm>(&self, p: &Self::Params, rank: &mut Rank<'_, C>) -> Result<Outcome, BoxError> {
+        Ok(epidemic::run(rank.comm(), p, &RunContext::of(rank), rank.out_dir())?.into())
+    }
+}
+
+/// Something to do with one built-in model's experiment (`run`, `sweep`).
+pub trait WithModel {
+    /// What it returns.
+    type Out;
+    /// Does it.
+    fn with<M: Model>(self, exp: Experiment<M>) -> Self::Out;
+}
+
+/// The experiment of built-in model `name` (one of [`NAMES`]).
+pub fn dispatch<W: WithModel>(name: &str, w: W) -> W::Out {
+    match name {
+        "ring" => {
+            w.with(Experiment::with_reader(Ring, |sc, _| ring::RingConfig::from_scenario(sc)).require_model_key())
+        }
+        "grid" => w.with(Experiment::with_reader(Grid, read_grid).require_model_key()),
+        "phold" | "queues" => {
+            let name = if name == "phold" { "phold" } else { "queues" };
+            w.with(
+                Experiment::with_reader(Des(name), move |sc, _| des::DesSetup::from_scenario(sc, name))
+                    .require_model_key(),
+            )
+        }
+        _ => w.with(epidemic_experiment()),
+    }
+}
+
+/// The epidemic's experiment.
+pub fn epidemic_experiment() -> Experiment<Epidemic> {
+    Experiment::with_reader(Epidemic, |sc, run| epidemic::AbmSetup::from_scenario(sc, run.threads_per_rank))
+        .require_model_key()
+}
+
+fn read_grid(sc: &mut Scenario, run: &mut RunSettings) -> Result<grid::GridConfig, InputError> {
+    let cfg = grid::GridConfig::from_scenario(sc, run.threads_per_rank)?;
+    if run.backend == parsim::Backend::Threads {
+        cfg.check(sc, run.ranks)?;
+    }
+    run.threads_per_rank = cfg.spec.threads_per_rank;
+    Ok(cfg)
+}
+
+/// The model named by a scenario's `[run] model` (validated against [`NAMES`]).
+pub fn model_of(sc: &Scenario) -> Result<String, InputError> {
+    let mut probe = sc.clone();
+    let run = parsim::read_run_table(&mut probe, true)?;
+    let name = run.model.unwrap_or_default();
+    if NAMES.contains(&name.as_str()) {
+        Ok(name)
+    } else {
+        let list = NAMES.iter().map(|n| format!("\"{n}\"")).collect::<Vec<_>>().join(", ");
+        Err(sc.error_at("run", "model", format!("[run] model: expected one of {list}, found \"{name}\"")))
+    }
+}
