@@ -9,7 +9,7 @@
 //! ```sh
 //! cargo run --release --example bank -- run --ranks 2 --set tellers=5
 //! cargo run --release --example bank -- run --set engine=optimistic --trace out/bank/trace.json
-//! cargo run --release --example bank -- sweep --param tellers=3,4,5,6 --replications 5
+//! cargo run --release --example bank -- sweep --param tellers=3,4,5,6 --replications 5 --metrics mean_wait,theory_mean_wait
 //! ```
 
 use std::collections::VecDeque;

@@ -2,7 +2,8 @@
 # The one test command. On a fresh machine it installs what the tests need
 # (Open MPI and libclang, with apt-get), then runs, in order:
 #   cargo fmt --check, cargo clippy -D warnings, the whole test suite on the
-#   threads backend, the Comm semantics suite under mpirun -n 1/2/4, a
+#   threads backend, cargo doc with no warnings, the examples of examples/
+#   with their printed results checked, the Comm semantics suite under mpirun -n 1/2/4, a
 #   panicking rank under mpirun, the grid digest suite under mpirun -n 2/4,
 #   the DES digest suite (every engine against sequential) under mpirun -n
 #   1/2/4, the graph-engine and epidemic suites under mpirun -n 2/4, the CLI
@@ -37,6 +38,8 @@ export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_plm=isolated
 export RUST_BACKTRACE=0
 mpirun_() { timeout 600 mpirun "$@" </dev/null; }
 
+digest_of() { grep -o '"digest": "[0-9a-f]*"' "$1/summary.json" | cut -d'"' -f4; }
+
 # ---------------------------------------------------------------- checks
 step "cargo fmt --check"
 cargo fmt --all -- --check
@@ -46,6 +49,43 @@ cargo clippy --workspace --all-targets --all-features -- -D warnings
 
 step "cargo test --workspace (threads backend)"
 cargo test --workspace
+
+step "cargo doc --no-deps --workspace with no warnings"
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace
+
+# ---------------------------------------------------------------- examples
+# Each example of examples/ runs as the README says, and what it prints is checked.
+json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {}, {'d': d}))" "$@"; }
+step "examples: the bank (M/M/c) against Erlang C, at 1 and 2 ranks, and a sweep of tellers"
+cargo build --release --examples
+mkdir -p target/ci
+target/release/examples/bank run --ranks 2 --set tellers=5 --out target/ci/bank2 | tee target/ci/bank2.txt
+grep -q "Erlang C" target/ci/bank2.txt || { echo "the bank printed no theoretical wait"; exit 1; }
+target/release/examples/bank run --ranks 1 --set tellers=5 --out target/ci/bank1 >/dev/null
+[ "$(digest_of target/ci/bank1)" = "$(digest_of target/ci/bank2)" ] || { echo "bank: digest differs at 1 and 2 ranks"; exit 1; }
+for t in 3 5; do
+  target/release/examples/bank run --ranks 2 --set tellers=$t --set minutes=40000 --out target/ci/bank-t$t >/dev/null
+  json target/ci/bank-t$t/summary.json "abs(d['metrics']['mean_wait'] - d['metrics']['theory_mean_wait']) < 3 * d['metrics']['mean_wait_se'] or exit(1)" \
+    >/dev/null || { echo "bank tellers=$t: the simulated mean wait is not within 3 SE of Erlang C"; cat target/ci/bank-t$t/summary.json; exit 1; }
+done
+target/release/examples/bank sweep --param tellers=3,4,5 --replications 3 --metrics mean_wait,theory_mean_wait --out target/ci/bank-sweep
+for f in results.csv results.json sweep.png tasks.jsonl; do
+  [ -s "target/ci/bank-sweep/$f" ] || { echo "the bank sweep did not write $f"; exit 1; }
+done
+step "examples: PageRank as a Pregel program against a power iteration, at 1 and 3 ranks"
+for r in 1 3; do
+  target/release/examples/pagerank run --ranks $r --out target/ci/pr$r
+  json target/ci/pr$r/summary.json "d['metrics']['max_abs_diff_vs_power_iteration'] < 1e-12 or exit(1)" >/dev/null \
+    || { echo "pagerank at $r ranks differs from the power iteration"; exit 1; }
+done
+[ "$(digest_of target/ci/pr1)" = "$(digest_of target/ci/pr3)" ] || { echo "pagerank: digest differs at 1 and 3 ranks"; exit 1; }
+step "examples: the user's own stencil (heater, wall, varying conductivity) at 1, 2 and 4 ranks"
+for r in 1 2 4; do
+  target/release/examples/heat_source run --ranks $r --out target/ci/hs$r >/dev/null
+done
+[ "$(digest_of target/ci/hs1)" = "$(digest_of target/ci/hs2)" ] && [ "$(digest_of target/ci/hs1)" = "$(digest_of target/ci/hs4)" ] \
+  || { echo "heat_source: digests differ across rank counts"; exit 1; }
+echo "heat_source digest $(digest_of target/ci/hs1) at 1, 2 and 4 ranks"
 
 # ---------------------------------------------------------------- MPI
 step "building the MPI semantics suite"
@@ -97,7 +137,6 @@ step "CLI tests with the MPI backend compiled in (ring, grid, DES and epidemic d
 cargo test -p parsim-cli --features mpi
 
 # ---------------------------------------------------------------- the README's command
-digest_of() { grep -o '"digest": "[0-9a-f]*"' "$1/summary.json" | cut -d'"' -f4; }
 step "README main command: cargo run --release -- run scenarios/epidemic.toml"
 cargo run --release -- run scenarios/epidemic.toml --out target/ci/epi
 for f in summary.json curve.csv epidemic.png; do

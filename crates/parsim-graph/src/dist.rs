@@ -13,7 +13,7 @@ use parsim_comm::{wait_all, Comm, Pod, Request, Source, Tag, TagMatch};
 use crate::csr::Csr;
 use crate::error::{GraphError, Result};
 
-/// A rank's part of a partitioned graph (see the [module docs](self)).
+/// A rank's part of a partitioned graph: owned vertices, ghosts and exchange lists.
 ///
 /// ```
 /// use parsim_graph::{Csr, DistGraph};

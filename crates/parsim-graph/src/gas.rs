@@ -1,6 +1,6 @@
 //! Gather-apply-scatter over a vertex cut (PowerGraph's model).
 //!
-//! Edges are partitioned ([`parsim_partition::vertex_cut`]); a vertex with
+//! Edges are partitioned ([`parsim_partition::vertex_cut()`]); a vertex with
 //! edges on several ranks has a replica on each: one *master*, the others
 //! *mirrors*. A superstep: every replica **gathers** over its local edges
 //! into a partial accumulator; mirrors send their partials to the master,

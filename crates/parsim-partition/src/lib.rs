@@ -11,7 +11,7 @@
 //!   weights, contiguous parts, [`repartition`] with migration cost),
 //!   recursive spectral bisection, recursive coordinate
 //!   bisection, Hilbert curves, LDG and FENNEL streaming, size-constrained
-//!   label propagation; and [`vertex_cut`] edge partitioning (hash, greedy, HDRF).
+//!   label propagation; and [`vertex_cut`](mod@vertex_cut) edge partitioning (hash, greedy, HDRF).
 //! - [`metrics`]: edge cut, communication volume, imbalance per constraint,
 //!   boundary vertices, neighbouring parts, empty parts. A part is balanced
 //!   when its weight ≤ (1 + ε)·⌈W/k⌉ for every constraint.

@@ -331,7 +331,9 @@ pub struct RunArgs {
     pub verify: bool,
 }
 
-/// The flags of `sweep`.
+/// The flags of `sweep`. (Their docs are the `--help` text, where
+/// `[sweep]` names the scenario table.)
+#[allow(rustdoc::broken_intra_doc_links)]
 #[derive(Args, Debug, Clone, Default)]
 pub struct SweepArgs {
     /// The scenario file (TOML) with a [sweep] table; optional when --param gives the points.

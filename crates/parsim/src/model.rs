@@ -42,7 +42,7 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 ///     fn run<C: parsim::comm::Comm>(&self, p: &SumParams, rank: &mut Rank<'_, C>) -> Result<Outcome, BoxError> {
 ///         let (r, size) = (rank.comm().rank() as u64, rank.comm().size() as u64);
 ///         let mine: u64 = (1..=p.n).filter(|i| i % size == r).sum();
-///         let total = rank.comm().all_reduce_sum_u64(mine)?;
+///         let total = rank.comm().all_reduce(&[mine], parsim::comm::ReduceOp::Sum)?[0];
 ///         Ok(Outcome::new().digest_of(&total).metric("sum", total as f64))
 ///     }
 /// }

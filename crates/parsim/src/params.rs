@@ -134,7 +134,7 @@ mod tests {
     fn unknown_keys_are_errors_listing_the_known_ones() {
         let e = sc("[bank]\ntellers = 3\ntelers = 4\n").params::<P>("bank").unwrap_err();
         assert_eq!(e.place, "m.toml:3", "{e}");
-        assert!(e.msg.contains("telers") && e.msg.contains("tellers, rate, inner"), "{e}");
+        assert!(e.msg.contains("telers") && e.msg.contains("inner, rate, tellers"), "{e}");
     }
 
     #[test]

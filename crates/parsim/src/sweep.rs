@@ -634,19 +634,28 @@ pub(crate) fn run<M: Model>(exp: &Experiment<M>, a: &SweepArgs) -> Result<Option
         Backend::Mpi => run_mpi(&spec, group, &runner, &log, a.resume, total, quiet)?,
     };
     let Some(o) = outcome else { return Ok(None) };
-    write_outputs(&spec, &o, &out, quiet)?;
+    write_outputs(&spec, &o, &out, wanted.as_deref(), quiet)?;
     let _ = std::fs::remove_dir_all(&scratch);
     Ok(Some(o))
 }
 
-fn write_outputs(spec: &SweepSpec, o: &SweepOutcome, out: &Path, quiet: bool) -> Result<(), Error> {
+fn write_outputs(
+    spec: &SweepSpec,
+    o: &SweepOutcome,
+    out: &Path,
+    wanted: Option<&[String]>,
+    quiet: bool,
+) -> Result<(), Error> {
     write_atomic(&out.join("results.csv"), csv(spec, o).as_bytes())?;
     let json = json!({ "sweep": spec, "points": o.points, "failed_attempts": o.failed_attempts });
     let text = serde_json::to_string_pretty(&json).map_err(|e| Error::Run(e.to_string()))?;
     write_atomic(&out.join("results.json"), text.as_bytes())?;
     let watched = match &spec.replications {
         Replications::Until { metric, .. } => Some(metric.clone()),
-        Replications::Fixed(_) => o.points.first().and_then(|p| p.metrics.keys().next().cloned()),
+        // The first metric asked for (`--metrics`, `[sweep] metrics`), else the first by name.
+        Replications::Fixed(_) => wanted
+            .and_then(|w| w.first().cloned())
+            .or_else(|| o.points.first().and_then(|p| p.metrics.keys().next().cloned())),
     };
     let one_d = spec.points[0].values.len() == 1;
     if let (true, Some(m)) = (one_d, &watched) {

@@ -46,11 +46,11 @@ fn outputs_curve_plot_and_metrics() {
     assert!(m["attack_rate_by_degree"].as_array().is_some_and(|v| !v.is_empty()));
     let csv = std::fs::read_to_string(out.join("curve.csv")).unwrap();
     let lines: Vec<&str> = csv.lines().collect();
-    assert_eq!(lines[0], "day,S,E,I,R,V,new_infections,isolated");
+    assert_eq!(lines[0], "day,S,E,I,R,V,new_infections,isolated,interventions");
     assert_eq!(lines.len(), 121);
     // Every day's counts add up to the population.
     for l in &lines[1..] {
-        let v: Vec<u64> = l.split(',').map(|x| x.parse().unwrap()).collect();
+        let v: Vec<u64> = l.split(',').take(8).map(|x| x.parse().unwrap()).collect();
         assert_eq!(v[1] + v[2] + v[3] + v[4] + v[5], 30_000, "{l}");
     }
     let png = std::fs::read(out.join("epidemic.png")).unwrap();

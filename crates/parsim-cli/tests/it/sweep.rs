@@ -234,7 +234,7 @@ fn bad_sweeps_exit_2_with_the_key_and_line() {
     let f = sweep_file(&dir, "run.toml", "parameters = { \"abm.beta\" = [0.1] }\nreplications = 2");
     let o = parsim(&["run", f.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("parsim sweep"));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("the `sweep` command"));
 }
 
 #[cfg(feature = "mpi")]
