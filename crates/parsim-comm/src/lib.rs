@@ -47,11 +47,6 @@
 // the threads backend's slot hand-over (`threads/channel.rs`) and the MPI FFI.
 #![deny(unsafe_code)]
 
-/// The README's Rust example, compiled and run as a doctest.
-#[cfg(doctest)]
-#[doc = include_str!("../../../README.md")]
-struct ReadmeDoctests;
-
 mod aggregate;
 pub mod conformance;
 mod error;

@@ -7,7 +7,7 @@ pub(crate) mod optimistic;
 pub(crate) mod sequential;
 pub(crate) mod window;
 
-use bytemuck::Pod;
+use crate::payload::Payload;
 use parsim_comm::{Comm, Source, TagMatch};
 use parsim_core::{rng::StreamKey, Digest, SetDigest};
 use serde::{Deserialize, Serialize};
@@ -142,55 +142,90 @@ pub(crate) struct Commits {
 
 impl Commits {
     #[inline]
-    pub fn add<P: Pod>(&mut self, ev: &Event<P>) {
+    pub fn add<P: Payload>(&mut self, ev: &Event<P>) {
         self.count += 1;
         let key = (u64::from(ev.src) << 40) ^ ev.seq;
         let mut v = ev.time.to_bits().rotate_left(17) ^ u64::from(ev.dest).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        for chunk in bytemuck::bytes_of(&ev.payload).chunks(8) {
-            let mut w = [0u8; 8];
-            w[..chunk.len()].copy_from_slice(chunk);
-            v = (v ^ u64::from_le_bytes(w)).wrapping_mul(0xff51_afd7_ed55_8ccd).rotate_left(29);
-        }
+        ev.payload.with_bytes(|bytes| {
+            for chunk in bytes.chunks(8) {
+                let mut w = [0u8; 8];
+                w[..chunk.len()].copy_from_slice(chunk);
+                v = (v ^ u64::from_le_bytes(w)).wrapping_mul(0xff51_afd7_ed55_8ccd).rotate_left(29);
+            }
+        });
         self.digest.add(key, v);
     }
 }
 
-/// Words per event on the wire.
-pub(crate) fn words_per_event<P>() -> usize {
-    3 + std::mem::size_of::<P>().div_ceil(8)
+/// Words of an event's record on the wire (time, src|dest, seq, then for
+/// payloads of varying size a byte count, then the payload's bytes padded to
+/// whole words): the record of a fixed-size payload, or the header of the
+/// others (what batch sizes are counted in).
+pub(crate) fn words_per_event<P: Payload>() -> usize {
+    match P::FIXED_SIZE {
+        Some(n) => 3 + n.div_ceil(8),
+        None => 4,
+    }
 }
 
 /// Appends `ev` to a message of `u64` words.
 #[inline]
-pub(crate) fn put_event<P: Pod>(buf: &mut Vec<u64>, ev: &Event<P>) {
+pub(crate) fn put_event<P: Payload>(buf: &mut Vec<u64>, ev: &Event<P>) {
     buf.push(ev.time.to_bits());
     buf.push((u64::from(ev.src) << 32) | u64::from(ev.dest));
     buf.push(ev.seq);
-    let n = std::mem::size_of::<P>().div_ceil(8);
-    if n > 0 {
-        let at = buf.len();
-        buf.resize(at + n, 0);
-        let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut buf[at..]);
-        bytes[..std::mem::size_of::<P>()].copy_from_slice(bytemuck::bytes_of(&ev.payload));
-    }
+    ev.payload.with_bytes(|bytes| {
+        if P::FIXED_SIZE.is_none() {
+            buf.push(bytes.len() as u64);
+        }
+        let n = bytes.len().div_ceil(8);
+        if n > 0 {
+            let at = buf.len();
+            buf.resize(at + n, 0);
+            let words: &mut [u8] = bytemuck::cast_slice_mut(&mut buf[at..]);
+            words[..bytes.len()].copy_from_slice(bytes);
+        }
+    });
 }
 
-/// Reads one record written by [`put_event`].
+/// Reads the record written by [`put_event`] at the start of `c`; returns
+/// the event and the words it took.
 #[inline]
-pub(crate) fn decode_event<P: Pod>(c: &[u64]) -> Event<P> {
-    let bytes: &[u8] = bytemuck::cast_slice(&c[3..]);
-    Event {
+pub(crate) fn decode_event<P: Payload>(c: &[u64]) -> (Event<P>, usize) {
+    let (len, at) = match P::FIXED_SIZE {
+        Some(n) => (n, 3),
+        None => (c[3] as usize, 4),
+    };
+    let words = at + len.div_ceil(8);
+    let bytes: &[u8] = bytemuck::cast_slice(&c[at..words]);
+    let ev = Event {
         time: f64::from_bits(c[0]),
         src: (c[1] >> 32) as u32,
         dest: c[1] as u32,
         seq: c[2],
-        payload: bytemuck::pod_read_unaligned(&bytes[..std::mem::size_of::<P>()]),
-    }
+        payload: P::from_bytes(&bytes[..len]),
+    };
+    (ev, words)
+}
+
+/// The records of a message body written by [`put_event`], each with its
+/// words (an anti-message flag is in the third word).
+pub(crate) fn records<P: Payload>(body: &[u64]) -> impl Iterator<Item = (Event<P>, &[u64])> + '_ {
+    let mut rest = body;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let (ev, n) = decode_event::<P>(rest);
+        let (rec, tail) = rest.split_at(n);
+        rest = tail;
+        Some((ev, rec))
+    })
 }
 
 /// Reads the events of a message body written by [`put_event`].
-pub(crate) fn events<P: Pod>(body: &[u64]) -> impl Iterator<Item = Event<P>> + '_ {
-    body.chunks_exact(words_per_event::<P>()).map(decode_event)
+pub(crate) fn events<P: Payload>(body: &[u64]) -> impl Iterator<Item = Event<P>> + '_ {
+    records(body).map(|(ev, _)| ev)
 }
 
 /// Sends `err` to every other rank (so none waits forever) and returns it.

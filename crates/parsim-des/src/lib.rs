@@ -1,7 +1,10 @@
 //! Parallel discrete-event simulation with one model API and four engines.
 //!
 //! A [`Model`] is a set of logical processes (LPs) with states, exchanging
-//! timestamped [`Event`]s. Events are totally ordered by (time, sending LP,
+//! timestamped [`Event`]s. States are any serde type (an enum gives LPs of
+//! different kinds: a door and its tellers); payloads are plain data
+//! ([`bytemuck::Pod`], the fast path) or any `Copy` serde type wrapped in
+//! [`Serde`] (an enum of event kinds with their data). Events are totally ordered by (time, sending LP,
 //! the sender's send counter) — see [`Order`] — and each event's random
 //! stream is keyed by (seed, LP, the LP's event count), so the committed
 //! history is one and the same on every engine, rank count and backend; every
@@ -34,6 +37,7 @@ mod engine;
 mod error;
 mod model;
 pub mod models;
+mod payload;
 pub mod queue;
 mod stats;
 
@@ -43,6 +47,7 @@ pub use config::{Cancellation, DesConfig, Engine, GvtAlgorithm, StateSaving};
 pub use engine::Report;
 pub use error::{DesError, Result};
 pub use model::{time_from_key, time_key, Ctx, Event, LpId, Model, Order};
+pub use payload::{Payload, Serde};
 pub use stats::DesStats;
 
 /// A progress callback, called on rank 0 now and then with

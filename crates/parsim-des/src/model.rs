@@ -1,12 +1,12 @@
 //! The model API: logical processes (LPs), events, and what an event handler
 //! may do. A model is written once and runs unchanged on every engine.
 
-use bytemuck::Pod;
 use parsim_core::rng::{Stream, StreamKey};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::error::DesError;
+use crate::payload::Payload;
 
 /// A logical process id, in `0..Model::lps()`.
 pub type LpId = u32;
@@ -123,8 +123,10 @@ pub fn time_from_key(k: u64) -> f64 {
 pub trait Model: Sync {
     /// An LP's state: cloned for state saving, serialisable for checkpoints.
     type State: Clone + Send + Serialize + DeserializeOwned;
-    /// What an event carries (plain data: it is copied into messages as bytes).
-    type Payload: Pod + Send + Sync;
+    /// What an event carries: plain data (a [`bytemuck::Pod`] type, copied
+    /// into messages as bytes) or [`Serde<T>`](crate::Serde) for any `Copy`
+    /// serde type (enums with data included).
+    type Payload: Payload;
 
     /// The number of LPs.
     fn lps(&self) -> u32;

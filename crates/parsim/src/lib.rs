@@ -44,8 +44,10 @@
 //! }
 //!
 //! // In `main`: `Experiment::new(Walk).from_args()`; here, the same command line as a list.
-//! let one = Experiment::new(Walk).quiet().run_with(&["run", "--out", "target/doc-walk1"])?;
-//! let four = Experiment::new(Walk).quiet().run_with(&["run", "--ranks", "4", "--out", "target/doc-walk4"])?;
+//! let out = std::env::temp_dir().join("parsim-doc-walk");
+//! let out = out.to_str().unwrap();
+//! let one = Experiment::new(Walk).quiet().run_with(&["run", "--out", out])?;
+//! let four = Experiment::new(Walk).quiet().run_with(&["run", "--ranks", "4", "--out", out])?;
 //! assert_eq!(one.summary["digest"], four.summary["digest"]); // p-independent
 //! let msd = four.summary["metrics"]["mean_square_displacement"].as_f64().unwrap();
 //! assert!((msd - 100.0).abs() < 15.0); // E[x²] = steps
@@ -67,6 +69,11 @@
 //! output file is written atomically.
 
 #![forbid(unsafe_code)]
+
+/// The README's Rust examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeDoctests;
 
 mod experiment;
 pub mod logging;

@@ -47,7 +47,8 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 ///     }
 /// }
 ///
-/// let done = parsim::Experiment::new(Sum).quiet().run_with(&["run", "--ranks", "3", "--set", "n=10", "--out", "target/doc-sum"])?;
+/// let out = std::env::temp_dir().join("parsim-doc-sum");
+/// let done = parsim::Experiment::new(Sum).quiet().run_with(&["run", "--ranks", "3", "--set", "n=10", "--out", out.to_str().unwrap()])?;
 /// assert_eq!(done.summary["metrics"]["sum"], 55.0);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

@@ -19,7 +19,7 @@ mod history;
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use bytemuck::Pod;
+use crate::payload::Payload;
 use parsim_comm::{Comm, ReduceOp, Source, TagMatch};
 use parsim_core::rng::{Stream, StreamKey};
 
@@ -73,11 +73,13 @@ type EventKey = (Order, u32, u64);
 /// Ordered, so that the earliest cancelled event is at hand.
 type KeyMap = BTreeMap<EventKey, u32>;
 
-fn event_key<P: Pod>(ev: &Event<P>) -> EventKey {
+fn event_key<P: Payload>(ev: &Event<P>) -> EventKey {
     let mut h = 0xcbf2_9ce4_8422_2325u64;
-    for b in bytemuck::bytes_of(&ev.payload) {
-        h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
-    }
+    ev.payload.with_bytes(|bytes| {
+        for b in bytes {
+            h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    });
     (ev.order(), ev.dest, h)
 }
 
@@ -196,10 +198,10 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
     fn put(&mut self, r: usize, ev: &Event<M::Payload>, anti: bool) -> Result<()> {
         self.gvt.note_order(ev.order());
         let buf = &mut self.parts[r];
+        let start = buf.len();
         super::put_event(buf, ev);
         if anti {
-            let at = buf.len() - words_per_event::<M::Payload>() + 2;
-            buf[at] |= ANTI;
+            buf[start + 2] |= ANTI;
         }
         if buf.len() > self.cfg.batch as usize * words_per_event::<M::Payload>() {
             self.flush_to(r)?;
@@ -400,10 +402,8 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
         match w[0] & 0xff {
             EVENTS => {
                 self.gvt.note_received(w[0] >> 8);
-                let words = words_per_event::<M::Payload>();
-                for rec in w[1..].chunks_exact(words) {
+                for (mut ev, rec) in super::records::<M::Payload>(&w[1..]) {
                     let anti = rec[2] & ANTI != 0;
-                    let mut ev = super::decode_event::<M::Payload>(rec);
                     ev.seq &= !ANTI;
                     if anti {
                         self.annihilate(ev)?;

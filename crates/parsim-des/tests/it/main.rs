@@ -4,5 +4,6 @@ mod bad_input;
 mod commits;
 mod determinism;
 mod queues;
+mod serde_payloads;
 mod stress;
 mod support;

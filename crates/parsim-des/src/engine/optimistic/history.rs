@@ -7,6 +7,7 @@ use std::collections::VecDeque;
 use crate::engine::{execute, Limits, Lp};
 use crate::error::{DesError, Result};
 use crate::model::{Event, Model, Order};
+use crate::payload::Payload;
 
 /// An executed event and what undoing it needs.
 pub(super) struct Done<P> {
@@ -65,11 +66,11 @@ pub(super) struct Held<P> {
     pub ev: Event<P>,
 }
 
-fn same<P: bytemuck::Pod>(a: &Event<P>, b: &Event<P>) -> bool {
-    a.order() == b.order() && a.dest == b.dest && bytemuck::bytes_of(&a.payload) == bytemuck::bytes_of(&b.payload)
+fn same<P: Payload>(a: &Event<P>, b: &Event<P>) -> bool {
+    a.order() == b.order() && a.dest == b.dest && a.payload.with_bytes(|x| b.payload.with_bytes(|y| x == y))
 }
 
-impl<S: Clone, P: bytemuck::Pod> History<S, P> {
+impl<S: Clone, P: Payload> History<S, P> {
     pub fn new(lp: Lp<S>, id: u32) -> Self {
         History {
             lp,
