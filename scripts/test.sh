@@ -86,6 +86,13 @@ done
 [ "$(digest_of target/ci/hs1)" = "$(digest_of target/ci/hs2)" ] && [ "$(digest_of target/ci/hs1)" = "$(digest_of target/ci/hs4)" ] \
   || { echo "heat_source: digests differ across rank counts"; exit 1; }
 echo "heat_source digest $(digest_of target/ci/hs1) at 1, 2 and 4 ranks"
+step "examples: a user-defined intervention in the epidemic, at 1 and 2 ranks"
+for r in 1 2; do
+  target/release/examples/epidemic_policy run --ranks $r --out target/ci/pol$r | tee target/ci/pol$r.txt
+  grep -q "without:" target/ci/pol$r.txt || { echo "epidemic_policy printed no comparison"; exit 1; }
+  [ -s target/ci/pol$r/policy.png ] || { echo "epidemic_policy wrote no chart"; exit 1; }
+done
+[ "$(digest_of target/ci/pol1)" = "$(digest_of target/ci/pol2)" ] || { echo "epidemic_policy: digests differ"; exit 1; }
 
 # ---------------------------------------------------------------- MPI
 step "building the MPI semantics suite"

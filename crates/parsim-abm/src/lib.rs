@@ -8,6 +8,9 @@
 //! transmission along every (infectious, susceptible) edge, and one integer
 //! reduction of the daily counts.
 //!
+//! - [`agents`]: agents of your own on a network — a state, a rule from
+//!   the agent's and its neighbours' states to its next one — stepped
+//!   synchronously over any partition.
 //! - [`Population`]: a network read from a file (edge list text or `u32`
 //!   pairs, METIS), Erdős–Rényi G(N, M), or a [`population::Synthetic`]
 //!   population of households, schools, workplaces and community contacts,
@@ -43,6 +46,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod agents;
 mod config;
 mod error;
 pub mod population;

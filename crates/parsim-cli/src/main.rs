@@ -207,12 +207,12 @@ const PARTITION_EXAMPLES: &str = "Examples:
   parsim partition scenarios/data/grid-64x64.graph 8
   parsim partition scenarios/data/grid-64x64.graph 8 -ufactor=50 -contig --preset strong --json
   parsim partition scenarios/data/grid-64x64.graph 4 --method rcb --coords scenarios/data/grid-64x64.xyz
-  parsim partition scenarios/data/ring-lattice.txt 4 --method fennel --stream";
+  parsim partition scenarios/data/small-world.txt 4 --method fennel --stream";
 
 const BENCH_EXAMPLES: &str = "Examples:
   parsim bench stencil --quick
   parsim bench phold --reps 5
-  parsim bench partition --dir ../shared/data/graphs
+  parsim bench partition --quick
   parsim bench epidemic --agents 1000000";
 
 /// A closed stdout (`parsim … | head -1`) ends the program quietly, as a

@@ -52,7 +52,7 @@ pub use decomp::{Block, DecompKind, Decomposition, RankLoad};
 pub use engine::{plan_loads, run, run_with_field, GridReport, GridSpec, Reduction};
 pub use field::{Cell, Field};
 pub use halo::{Boundary, HaloPlan, Reach};
-pub use output::{write_png, write_vtk};
+pub use output::{gather_slice, viridis, write_png, write_vtk, Slice};
 pub use region::Region;
 pub use stencil::{CellFn, Heat27, Heat5, Heat7, Heat9, Life, Neighbourhood, Place, Real, Stencil};
 

@@ -85,8 +85,9 @@ pub fn write_vtk<C: Comm, T: Cell>(
 const MAX_SIDE: usize = 1024;
 const BAR: usize = 24;
 
-/// A perceptually ordered colour map (viridis, by linear interpolation of 5 stops).
-fn colour(t: f64) -> [u8; 3] {
+/// A perceptually ordered colour map (viridis, by linear interpolation of 5
+/// stops): `t` in [0, 1] to RGB.
+pub fn viridis(t: f64) -> [u8; 3] {
     const STOPS: [[f64; 3]; 5] =
         [[68.0, 1.0, 84.0], [59.0, 82.0, 139.0], [33.0, 145.0, 140.0], [94.0, 201.0, 98.0], [253.0, 231.0, 37.0]];
     let t = if t.is_finite() { t.clamp(0.0, 1.0) } else { 0.0 } * 4.0;
@@ -99,18 +100,34 @@ fn colour(t: f64) -> [u8; 3] {
     c
 }
 
-/// Writes a PNG of the field (2-D; for 3-D the middle slice along axis 0),
-/// sampled to at most 1024 pixels a side, with a colour bar on the right
-/// (minimum at the bottom). Rank 0 writes it; returns the file on rank 0.
-pub fn write_png<C: Comm, T: Cell>(
+/// A picture's worth of a field, gathered on rank 0: a 2-D field (for 3-D,
+/// the middle slice along axis 0) sampled every `stride` cells so that no
+/// side exceeds `max_side` values.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Slice {
+    /// Sampled columns.
+    pub width: usize,
+    /// Sampled rows (row 0 is global y = 0).
+    pub height: usize,
+    /// Row-major values (`NaN` where a cell was not sampled).
+    pub values: Vec<f64>,
+    /// Cells between samples along each axis.
+    pub stride: usize,
+    /// The smallest and largest value.
+    pub range: (f64, f64),
+}
+
+/// Gathers a [`Slice`] of the field on rank 0 (`None` on the other ranks);
+/// call it on every rank.
+pub fn gather_slice<C: Comm, T: Cell>(
     comm: &C,
     d: &Decomposition,
     f: &Field<T>,
-    path: &Path,
-) -> Result<Vec<PathBuf>, GridError> {
+    max_side: usize,
+) -> Result<Option<Slice>, GridError> {
     let shape = d.shape();
     let zmid = shape[0] / 2;
-    let step = shape[1].max(shape[2]).div_ceil(MAX_SIDE).max(1);
+    let step = shape[1].max(shape[2]).div_ceil(max_side.max(1)).max(1);
     let (h, w) = (shape[1].div_ceil(step), shape[2].div_ceil(step));
     // Each rank sends (pixel index, value) for the sampled cells it owns.
     let mut mine: Vec<[f64; 2]> = Vec::new();
@@ -121,17 +138,37 @@ pub fn write_png<C: Comm, T: Cell>(
     });
     let lo = comm.all_reduce(&[mine.iter().map(|p| p[1]).fold(f64::INFINITY, f64::min)], ReduceOp::Min)?[0];
     let hi = comm.all_reduce(&[mine.iter().map(|p| p[1]).fold(f64::NEG_INFINITY, f64::max)], ReduceOp::Max)?[0];
-    let Some(parts) = comm.gather(0, mine)? else { return Ok(Vec::new()) };
+    let Some(parts) = comm.gather(0, mine)? else { return Ok(None) };
+    let mut values = vec![f64::NAN; w * h];
+    for [i, v] in parts.into_iter().flatten() {
+        values[i as usize] = v;
+    }
+    Ok(Some(Slice { width: w, height: h, values, stride: step, range: (lo, hi) }))
+}
+
+/// Writes a PNG of the field (2-D; for 3-D the middle slice along axis 0),
+/// sampled to at most 1024 pixels a side, with a colour bar on the right
+/// (minimum at the bottom; its range is in the PNG's Description). Rank 0
+/// writes it; returns the file on rank 0. (`parsim run` draws its `field.png`
+/// from a [`Slice`] with a labelled colour bar instead.)
+pub fn write_png<C: Comm, T: Cell>(
+    comm: &C,
+    d: &Decomposition,
+    f: &Field<T>,
+    path: &Path,
+) -> Result<Vec<PathBuf>, GridError> {
+    let Some(slice) = gather_slice(comm, d, f, MAX_SIDE)? else { return Ok(Vec::new()) };
+    let (w, h) = (slice.width, slice.height);
+    let (lo, hi) = slice.range;
     let span = if hi > lo { hi - lo } else { 1.0 };
     let (iw, ih) = (w + BAR, h.max(2));
     let mut img = vec![255u8; iw * ih * 3];
-    for [i, v] in parts.into_iter().flatten() {
-        let i = i as usize;
+    for (i, &v) in slice.values.iter().enumerate().filter(|(_, v)| !v.is_nan()) {
         let (y, x) = (i / w, i % w);
-        img[(y * iw + x) * 3..(y * iw + x) * 3 + 3].copy_from_slice(&colour((v - lo) / span));
+        img[(y * iw + x) * 3..(y * iw + x) * 3 + 3].copy_from_slice(&viridis((v - lo) / span));
     }
     for y in 0..ih {
-        let c = colour(1.0 - y as f64 / (ih - 1) as f64);
+        let c = viridis(1.0 - y as f64 / (ih - 1) as f64);
         for x in w + BAR / 3..iw {
             img[(y * iw + x) * 3..(y * iw + x) * 3 + 3].copy_from_slice(&c);
         }

@@ -233,15 +233,7 @@ impl Chart {
             self.draw(&root)?;
             root.present().map_err(plot_err)?;
         }
-        let mut out = Vec::new();
-        {
-            let mut enc = png::Encoder::new(&mut out, w, h);
-            enc.set_color(png::ColorType::Rgb);
-            enc.set_depth(png::BitDepth::Eight);
-            let mut wr = enc.write_header().map_err(|e| Error::Run(format!("PNG: {e}")))?;
-            wr.write_image_data(&rgb).map_err(|e| Error::Run(format!("PNG: {e}")))?;
-        }
-        Ok(out)
+        encode_png(&rgb, w, h)
     }
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), Error> {
@@ -376,6 +368,138 @@ fn short(v: f64) -> String {
     }
 }
 
+/// A field as a picture: one coloured square per value (viridis), with a
+/// title, axis labels and a colour bar whose ticks are the values.
+#[derive(Clone, Debug)]
+pub struct Heatmap {
+    title: String,
+    slice: parsim_grid::Slice,
+    x_label: String,
+    y_label: String,
+    value_label: String,
+}
+
+impl Heatmap {
+    /// A heatmap of `slice` (from [`parsim_grid::gather_slice`]), its colour
+    /// bar labelled `value_label` (with the unit).
+    pub fn new(title: &str, slice: parsim_grid::Slice, value_label: &str) -> Self {
+        Heatmap {
+            title: title.into(),
+            slice,
+            x_label: "x (cells)".into(),
+            y_label: "y (cells)".into(),
+            value_label: value_label.into(),
+        }
+    }
+
+    /// Writes it: SVG for `.svg`, PNG otherwise.
+    pub fn save(&self, path: &Path) -> Result<(), Error> {
+        if path.extension().is_some_and(|e| e == "svg") {
+            font()?;
+            let mut s = String::new();
+            {
+                let root = SVGBackend::with_string(&mut s, (900, 760)).into_drawing_area();
+                self.draw(&root)?;
+                root.present().map_err(plot_err)?;
+            }
+            write_atomic(path, s.as_bytes())
+        } else {
+            write_atomic(path, &self.png()?)
+        }
+    }
+
+    /// The picture as PNG bytes.
+    pub fn png(&self) -> Result<Vec<u8>, Error> {
+        font()?;
+        let (w, h) = (900u32, 760u32);
+        let mut rgb = vec![0u8; (w * h * 3) as usize];
+        {
+            let root = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
+            self.draw(&root)?;
+            root.present().map_err(plot_err)?;
+        }
+        encode_png(&rgb, w, h)
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), Error> {
+        root.fill(&WHITE).map_err(plot_err)?;
+        let root = root.titled(&self.title, ("sans-serif", 22)).map_err(plot_err)?;
+        let (field, bar) = root.split_horizontally(root.dim_in_pixel().0.saturating_sub(150));
+        let s = &self.slice;
+        // At most ~250 squares a side: coarser samples of a finer slice.
+        let k = s.width.max(s.height).div_ceil(250).max(1);
+        let cell = (s.stride * k) as f64;
+        let (lo, hi) = s.range;
+        let span = if hi > lo { hi - lo } else { 1.0 };
+        let (xmax, ymax) = ((s.width * s.stride) as f64, (s.height * s.stride) as f64);
+        let mut chart = ChartBuilder::on(&field)
+            .margin(10)
+            .x_label_area_size(45)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0.0..xmax, 0.0..ymax)
+            .map_err(plot_err)?;
+        chart
+            .configure_mesh()
+            .disable_mesh()
+            .x_desc(&self.x_label)
+            .y_desc(&self.y_label)
+            .x_label_formatter(&|v: &f64| short(*v))
+            .y_label_formatter(&|v: &f64| short(*v))
+            .label_style(("sans-serif", 14))
+            .axis_desc_style(("sans-serif", 16))
+            .draw()
+            .map_err(plot_err)?;
+        let squares = (0..s.height).step_by(k).flat_map(|y| (0..s.width).step_by(k).map(move |x| (y, x)));
+        chart
+            .draw_series(squares.filter_map(|(y, x)| {
+                let v = s.values[y * s.width + x];
+                let [r, g, b] = parsim_grid::viridis((v - lo) / span);
+                let (x0, y0) = ((x * s.stride) as f64, (y * s.stride) as f64);
+                (!v.is_nan()).then(|| Rectangle::new([(x0, y0), (x0 + cell, y0 + cell)], RGBColor(r, g, b).filled()))
+            }))
+            .map_err(plot_err)?;
+        let top = if hi > lo { hi } else { lo + 1.0 };
+        let mut scale = ChartBuilder::on(&bar)
+            .margin_top(10)
+            .margin_bottom(55)
+            .margin_right(10)
+            .y_label_area_size(80)
+            .build_cartesian_2d(0.0..1.0, lo..top)
+            .map_err(plot_err)?;
+        scale
+            .configure_mesh()
+            .disable_mesh()
+            .disable_x_axis()
+            .y_desc(&self.value_label)
+            .y_label_formatter(&|v: &f64| short(*v))
+            .label_style(("sans-serif", 14))
+            .axis_desc_style(("sans-serif", 16))
+            .draw()
+            .map_err(plot_err)?;
+        let n = 100;
+        scale
+            .draw_series((0..n).map(|i| {
+                let (a, b) = (lo + (top - lo) * i as f64 / n as f64, lo + (top - lo) * (i + 1) as f64 / n as f64);
+                let [r, g, bl] = parsim_grid::viridis((i as f64 + 0.5) / n as f64);
+                Rectangle::new([(0.0, a), (1.0, b)], RGBColor(r, g, bl).filled())
+            }))
+            .map_err(plot_err)?;
+        Ok(())
+    }
+}
+
+fn encode_png(rgb: &[u8], w: u32, h: u32) -> Result<Vec<u8>, Error> {
+    let mut out = Vec::new();
+    {
+        let mut enc = png::Encoder::new(&mut out, w, h);
+        enc.set_color(png::ColorType::Rgb);
+        enc.set_depth(png::BitDepth::Eight);
+        let mut wr = enc.write_header().map_err(|e| Error::Run(format!("PNG: {e}")))?;
+        wr.write_image_data(rgb).map_err(|e| Error::Run(format!("PNG: {e}")))?;
+    }
+    Ok(out)
+}
+
 /// A sweep's chart: the metric's mean against the swept parameter with its
 /// confidence band.
 pub fn sweep_chart(pts: &[(f64, f64, f64, f64)], x: &str, metric: &str, level: f64) -> Chart {
@@ -405,6 +529,24 @@ mod tests {
         }
         let png = sweep_chart(&pts, "x", "y", 95.0).png().unwrap();
         assert_eq!(&png[1..4], b"PNG");
+    }
+
+    #[test]
+    fn the_heatmap_has_its_title_axes_and_numbered_colour_bar() {
+        let (w, h) = (40, 30);
+        let values: Vec<f64> = (0..w * h).map(|i| (i % w) as f64 * 2.5).collect();
+        let slice = parsim_grid::Slice { width: w, height: h, values, stride: 2, range: (0.0, 97.5) };
+        let map = Heatmap::new("field at step 100", slice, "temperature (K)");
+        let dir = std::env::temp_dir().join(format!("parsim-heatmap-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        map.save(&dir.join("f.svg")).unwrap();
+        let svg = std::fs::read_to_string(dir.join("f.svg")).unwrap();
+        // The texts of the SVG: what a reader sees.
+        let texts: Vec<&str> = svg.split("</text>").filter_map(|t| t.rsplit('>').next()).map(str::trim).collect();
+        for text in ["field at step 100", "temperature (K)", "x (cells)", "y (cells)", "90"] {
+            assert!(texts.contains(&text), "missing {text:?} in {texts:?}");
+        }
+        assert_eq!(&map.png().unwrap()[1..4], b"PNG");
     }
 
     #[test]

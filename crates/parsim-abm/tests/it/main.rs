@@ -1,5 +1,6 @@
 //! Behaviour tests of the epidemic engine.
 
+mod agents;
 mod determinism;
 mod interventions;
 mod population;

@@ -293,14 +293,40 @@ fn go<C: Comm, T: Cell, S: Stencil<T>>(
         eprintln!("decomposition: {d}");
     }
     let mut progress = Progress::new("grid steps", spec.steps, comm.rank() != 0 || !ctx.progress);
+    // The picture is drawn here, with a labelled colour bar, not by the engine.
+    let png = std::mem::replace(&mut spec.png, false) && ctx.outputs;
     let t0 = Instant::now();
-    let report = parsim_grid::run(comm, &spec, stencil, init, &mut |s| progress.set(s))?;
+    let (mut report, field) = parsim_grid::run_with_field(comm, &spec, stencil, init, &mut |s| progress.set(s))?;
     let secs = t0.elapsed().as_secs_f64();
     progress.finish();
+    if png {
+        let _io = comm.clock().enter(parsim_core::Phase::Io);
+        if let Some(slice) = parsim_grid::gather_slice(comm, &report.decomposition, &field, 1024)? {
+            let path = out.join("field.png");
+            let (what, unit) = match cfg.stencil {
+                StencilKind::Life => ("Game of Life", "alive (1) or dead (0)"),
+                _ => ("heat", "temperature"),
+            };
+            let dims = spec.size.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(" × ");
+            let title = format!("{what} on a {dims} grid after {} steps", spec.steps);
+            let title = if spec.size.len() == 3 { format!("{title} (middle slice)") } else { title };
+            parsim::plot::Heatmap::new(&title, slice, unit)
+                .save(&path)
+                .map_err(|e| parsim_grid::GridError::Io { path: path.clone(), msg: e.to_string() })?;
+            report.files.push(path);
+        }
+    }
     let cells: usize = spec.size.iter().product();
     let last = report.reductions.last().copied();
-    let files: Vec<String> = report.files.iter().map(|p| p.display().to_string()).collect();
-    let reductions: Vec<[f64; 3]> = report.reductions.iter().map(|r| [r.step as f64, r.total, r.residual]).collect();
+    // Every rank's files (VTK pieces are written where their data is), by rank.
+    let mine: Vec<String> = report.files.iter().map(|p| p.display().to_string()).collect();
+    let files_by_rank: Vec<Vec<String>> = comm.all_gather_value(&mine)?;
+    let files: Vec<&String> = files_by_rank.iter().flatten().collect();
+    let reductions: Vec<serde_json::Value> = report
+        .reductions
+        .iter()
+        .map(|r| json!({"step": r.step, "total_heat": r.total, "residual_l2": r.residual}))
+        .collect();
     Ok(ModelOutput {
         digest: report.digest,
         metrics: json!({
@@ -313,6 +339,7 @@ fn go<C: Comm, T: Cell, S: Stencil<T>>(
             "residual": last.map(|r| r.residual),
             "reductions": reductions,
             "files": files,
+            "files_by_rank": files_by_rank,
         }),
     })
 }
