@@ -96,8 +96,7 @@ done
 
 # ---------------------------------------------------------------- MPI
 step "building the MPI semantics suite"
-cargo build -p parsim-comm --features mpi --example mpi_conformance
-suite=target/debug/examples/mpi_conformance
+suite=$(scripts/mpi-test-bin.sh parsim-comm mpi_conformance)
 for n in 1 2 4; do
   step "Comm semantics suite under mpirun -n $n"
   PARSIM_EXPECT_SIZE=$n mpirun_ -n "$n" "$suite"
@@ -116,28 +115,28 @@ echo "$out" | grep -q "rank 1 failed: panicked: deliberate failure at step 10" \
 echo "job ended with rc=$rc and the failing rank's message"
 
 step "building the grid digest suite for MPI"
-cargo build -p parsim-grid --features mpi --example mpi_grid
+grid_suite=$(scripts/mpi-test-bin.sh parsim-grid mpi_grid)
 for n in 2 4; do
   step "grid digests (every stencil, boundary, decomposition, overlap, deep halo, threads) under mpirun -n $n"
-  mpirun_ -n "$n" target/debug/examples/mpi_grid
+  mpirun_ -n "$n" "$grid_suite"
 done
 
-cargo build -p parsim-des --features mpi --example mpi_des
+des_suite=$(scripts/mpi-test-bin.sh parsim-des mpi_des)
 for n in 1 2 4; do
   step "DES digests (PHOLD std/ties/remote 0.1-1.0, queues; every engine and Time Warp variant) under mpirun -n $n"
-  mpirun_ -n "$n" target/debug/examples/mpi_des
+  mpirun_ -n "$n" "$des_suite"
 done
 
-cargo build -p parsim-graph --features mpi --example mpi_graph
+graph_suite=$(scripts/mpi-test-bin.sh parsim-graph mpi_graph)
 for n in 2 4; do
   step "graph engines (Pregel and GAS PageRank/SSSP/components vs sequential, 3 vertex partitions, 2 vertex cuts) under mpirun -n $n"
-  mpirun_ -n "$n" target/debug/examples/mpi_graph
+  mpirun_ -n "$n" "$graph_suite"
 done
 
-cargo build -p parsim-abm --features mpi --example mpi_abm
+abm_suite=$(scripts/mpi-test-bin.sh parsim-abm mpi_abm)
 for n in 2 4; do
   step "epidemic digests (ER A/B, synthetic with interventions; multilevel/hash/lp, 2 threads per rank) under mpirun -n $n"
-  mpirun_ -n "$n" target/debug/examples/mpi_abm
+  mpirun_ -n "$n" "$abm_suite"
 done
 
 step "CLI tests with the MPI backend compiled in (ring, grid, DES and epidemic digests under mpirun)"

@@ -4,7 +4,7 @@
 //! error when the backend breaks the [crate-level semantics](crate). The
 //! threads backend runs the suite in `cargo test` at several rank counts;
 //! the MPI backend runs the same functions under `mpirun -n 1/2/4` (the
-//! `mpi_conformance` example). A backend of your own can run it too:
+//! `tests/mpi_conformance.rs` test binary). A backend of your own can run it too:
 //!
 //! ```
 //! use parsim_comm::{conformance, launch};

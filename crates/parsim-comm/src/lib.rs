@@ -48,6 +48,8 @@
 #![deny(unsafe_code)]
 
 mod aggregate;
+/// The Comm semantics suite every backend passes (used by the tests; not part of the API).
+#[doc(hidden)]
 pub mod conformance;
 mod error;
 #[cfg(feature = "mpi")]

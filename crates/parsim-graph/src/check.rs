@@ -1,6 +1,6 @@
 //! Self-checks: run PageRank, shortest paths and connected components on both
 //! engines over the caller's partition and compare with the sequential code.
-//! The test suite calls them on the threads backend and `examples/mpi_graph`
+//! The test suite calls them on the threads backend and `tests/mpi_graph.rs`
 //! under `mpirun`.
 
 use parsim_comm::Comm;

@@ -35,6 +35,8 @@
 #![forbid(unsafe_code)]
 
 pub mod algorithms;
+/// Engine-against-sequential checks shared by the tests (not part of the API).
+#[doc(hidden)]
 pub mod check;
 mod csr;
 mod dist;

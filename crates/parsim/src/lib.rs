@@ -136,14 +136,9 @@ impl std::fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Error::Input(e) => Some(e),
-            _ => None,
-        }
-    }
-}
+// No `source()`: the message already holds the input error's text (a
+// chained report would print it twice).
+impl std::error::Error for Error {}
 
 impl From<InputError> for Error {
     fn from(e: InputError) -> Self {

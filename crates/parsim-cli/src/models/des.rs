@@ -195,7 +195,7 @@ pub fn run<C: Comm>(comm: &C, setup: &DesSetup, ctx: &RunContext) -> Result<Mode
                 "exact_throughput": x_exact,
             });
             if comm.rank() == 0 {
-                eprintln!(
+                tracing::info!(
                     "queues: L = {:.4} (exact {l_exact:.4}), throughput {:.4} (exact {x_exact:.4}), λW = {:.4}",
                     all.mean_queue(),
                     all.throughput(),

@@ -290,7 +290,7 @@ fn go<C: Comm, T: Cell, S: Stencil<T>>(
     if comm.rank() == 0 && ctx.progress {
         // Only the process grid is printed: no need to plan every rank's halo.
         let d = spec.decompose(comm.size(), cfg.radius_reach().0)?;
-        eprintln!("decomposition: {d}");
+        tracing::info!("decomposition: {d}");
     }
     let mut progress = Progress::new("grid steps", spec.steps, comm.rank() != 0 || !ctx.progress);
     // The picture is drawn here, with a labelled colour bar, not by the engine.

@@ -5,6 +5,7 @@ mod des;
 mod epidemic;
 mod grid;
 mod partition;
+mod pinned;
 mod ring;
 mod support;
 mod sweep;

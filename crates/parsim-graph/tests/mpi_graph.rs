@@ -3,8 +3,8 @@
 //! hash and HDRF vertex cuts, compared with the sequential code on rank 0.
 //!
 //! ```text
-//! mpirun -n 2 target/debug/examples/mpi_graph
-//! mpirun -n 4 target/debug/examples/mpi_graph
+//! mpirun -n 2 $(scripts/mpi-test-bin.sh parsim-graph mpi_graph)
+//! mpirun -n 4 $(scripts/mpi-test-bin.sh parsim-graph mpi_graph)
 //! ```
 
 use std::path::Path;

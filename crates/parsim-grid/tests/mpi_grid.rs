@@ -4,8 +4,8 @@
 //! and compared with a one-rank threads-backend run of the same grid.
 //!
 //! ```text
-//! mpirun -n 2 target/debug/examples/mpi_grid
-//! mpirun -n 4 target/debug/examples/mpi_grid
+//! mpirun -n 2 $(scripts/mpi-test-bin.sh parsim-grid mpi_grid)
+//! mpirun -n 4 $(scripts/mpi-test-bin.sh parsim-grid mpi_grid)
 //! ```
 
 use parsim_comm::{launch, mpi, Comm};

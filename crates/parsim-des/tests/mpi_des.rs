@@ -4,8 +4,8 @@
 //! engine on one rank of the threads backend in this process.
 //!
 //! ```text
-//! mpirun -n 2 target/debug/examples/mpi_des
-//! mpirun -n 4 target/debug/examples/mpi_des
+//! mpirun -n 2 $(scripts/mpi-test-bin.sh parsim-des mpi_des)
+//! mpirun -n 4 $(scripts/mpi-test-bin.sh parsim-des mpi_des)
 //! ```
 
 use parsim_comm::{launch, mpi, Comm};

@@ -1,7 +1,7 @@
 //! The Comm semantics suite under MPI.
 //!
 //! ```text
-//! mpirun -n 4 target/debug/examples/mpi_conformance            # every case
+//! mpirun -n 4 $(scripts/mpi-test-bin.sh parsim-comm mpi_conformance)            # every case
 //! PARSIM_EXPECT_SIZE=4 mpirun -n 4 …/mpi_conformance            # also check the world size
 //! mpirun -n 4 …/mpi_conformance --panic                         # rank 1 panics mid-run
 //! ```

@@ -4,8 +4,8 @@
 //! each compared with a 1-rank run on the threads backend in this process.
 //!
 //! ```text
-//! mpirun -n 2 target/debug/examples/mpi_abm
-//! mpirun -n 4 target/debug/examples/mpi_abm
+//! mpirun -n 2 $(scripts/mpi-test-bin.sh parsim-abm mpi_abm)
+//! mpirun -n 4 $(scripts/mpi-test-bin.sh parsim-abm mpi_abm)
 //! ```
 
 use parsim_abm::population::Synthetic;
