@@ -3,8 +3,8 @@
 //! A [`Model`] is a set of logical processes (LPs) with states, exchanging
 //! timestamped [`Event`]s. States are any serde type (an enum gives LPs of
 //! different kinds: a door and its tellers); payloads are plain data
-//! ([`bytemuck::Pod`], the fast path) or any `Copy` serde type wrapped in
-//! [`Serde`] (an enum of event kinds with their data). Events are totally ordered by (time, sending LP,
+//! ([`bytemuck::Pod`], the fast path) or any `Clone` serde type wrapped in
+//! [`Serde`] (an enum of event kinds with their data, strings, vectors). Events are totally ordered by (time, sending LP,
 //! the sender's send counter) — see [`Order`] — and each event's random
 //! stream is keyed by (seed, LP, the LP's event count), so the committed
 //! history is one and the same on every engine, rank count and backend; every

@@ -124,8 +124,8 @@ pub trait Model: Sync {
     /// An LP's state: cloned for state saving, serialisable for checkpoints.
     type State: Clone + Send + Serialize + DeserializeOwned;
     /// What an event carries: plain data (a [`bytemuck::Pod`] type, copied
-    /// into messages as bytes) or [`Serde<T>`](crate::Serde) for any `Copy`
-    /// serde type (enums with data included).
+    /// into messages as bytes: the fast path) or [`Serde<T>`](crate::Serde)
+    /// for any `Clone` serde type (enums with data, strings, vectors).
     type Payload: Payload;
 
     /// The number of LPs.
@@ -186,7 +186,7 @@ pub struct Ctx<'a, P> {
     pub(crate) initial: bool,
 }
 
-impl<'a, P: Copy> Ctx<'a, P> {
+impl<'a, P: Clone> Ctx<'a, P> {
     pub(crate) fn new(lp: LpId, now: f64, key: StreamKey, count: u64, seq: u64, out: &'a mut Vec<Event<P>>) -> Self {
         Ctx {
             now,

@@ -8,13 +8,14 @@ use bytemuck::Pod;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-/// An event payload: copied freely by the engines (`Copy`), and turned into
+/// An event payload: cloned by the engines where they keep a copy (a queue,
+/// Time Warp's history — a plain copy for `Pod` types), and turned into
 /// canonical bytes for messages, digests and cancellation (equal payloads
 /// give equal bytes).
 ///
 /// Implemented for every [`Pod`] type, and for [`Serde<T>`] for any `T` that
-/// is `Copy` and serde-serialisable.
-pub trait Payload: Copy + Send + Sync + 'static {
+/// is `Clone` and serde-serialisable (strings, vectors and enums included).
+pub trait Payload: Clone + Send + Sync + 'static {
     /// `Some(n)` when every payload is exactly `n` bytes on the wire (no
     /// length word is sent).
     const FIXED_SIZE: Option<usize>;
@@ -44,8 +45,10 @@ impl<T: Pod + Send + Sync + 'static> Payload for T {
     }
 }
 
-/// A serde payload: any `Copy` type that serde can serialise — an enum of
-/// event kinds with their data, say.
+/// A serde payload: any `Clone` type that serde can serialise — an enum of
+/// event kinds with their data, say, strings and vectors included. (Each
+/// send to another rank and each committed event pays a postcard encoding:
+/// a `Pod` payload is the fast path.)
 ///
 /// ```
 /// use parsim_des::{Ctx, DesConfig, Engine, Event, LpId, Model, Serde};
@@ -99,7 +102,7 @@ impl<T> DerefMut for Serde<T> {
     }
 }
 
-impl<T: Copy + Send + Sync + Serialize + DeserializeOwned + 'static> Payload for Serde<T> {
+impl<T: Clone + Send + Sync + Serialize + DeserializeOwned + 'static> Payload for Serde<T> {
     const FIXED_SIZE: Option<usize> = None;
 
     fn with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {

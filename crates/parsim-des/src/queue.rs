@@ -47,11 +47,11 @@ impl<P> Default for QuadHeap<P> {
     }
 }
 
-impl<P: Copy> QuadHeap<P> {
+impl<P: Clone> QuadHeap<P> {
     #[inline]
     fn sift_down(&mut self, mut i: usize) {
         let n = self.v.len();
-        let x = self.v[i];
+        let x = self.v[i].clone();
         let kx = x.order();
         loop {
             let c = 4 * i + 1;
@@ -70,25 +70,25 @@ impl<P: Copy> QuadHeap<P> {
             if kb >= kx {
                 break;
             }
-            self.v[i] = self.v[best];
+            self.v[i] = self.v[best].clone();
             i = best;
         }
         self.v[i] = x;
     }
 }
 
-impl<P: Copy> PendingSet<P> for QuadHeap<P> {
+impl<P: Clone> PendingSet<P> for QuadHeap<P> {
     #[inline]
     fn push(&mut self, ev: Event<P>) {
         let k = ev.order();
         let mut i = self.v.len();
-        self.v.push(ev);
+        self.v.push(ev.clone());
         while i > 0 {
             let parent = (i - 1) / 4;
             if self.v[parent].order() <= k {
                 break;
             }
-            self.v[i] = self.v[parent];
+            self.v[i] = self.v[parent].clone();
             i = parent;
         }
         self.v[i] = ev;
@@ -148,7 +148,7 @@ impl<P> Ord for ByOrder<P> {
     }
 }
 
-impl<P: Copy> PendingSet<P> for StdHeap<P> {
+impl<P: Clone> PendingSet<P> for StdHeap<P> {
     fn push(&mut self, ev: Event<P>) {
         self.h.push(Reverse(ByOrder(ev)));
     }

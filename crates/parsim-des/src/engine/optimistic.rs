@@ -309,7 +309,7 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
     /// The earliest pending event that has not been cancelled.
     fn peek_live(&mut self) -> Option<Event<M::Payload>> {
         loop {
-            let ev = *self.pending.peek()?;
+            let ev = self.pending.peek()?.clone();
             if ev.order() < self.cancelled_min {
                 return Some(ev);
             }
@@ -367,7 +367,7 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
             self.stats.lazy_reused += reused;
             if let Some(e) = error {
                 // Speculative until committed: a rollback may undo the event.
-                self.errors.push((x, ev.order(), e));
+                self.errors.push((x, o, e));
             }
             let mut result = Ok(());
             if !antis.is_empty() {
@@ -494,7 +494,7 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
             n += h.fossil(g, self.saving, |ev| {
                 commits.add(ev);
                 if wants {
-                    buf.push(*ev);
+                    buf.push(ev.clone());
                 }
             });
         }

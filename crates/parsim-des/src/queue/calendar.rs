@@ -37,7 +37,7 @@ fn sort_desc<P>(v: &mut [Event<P>]) {
     v.sort_unstable_by_key(|e| std::cmp::Reverse(e.order()));
 }
 
-impl<P: Copy> Calendar<P> {
+impl<P: Clone> Calendar<P> {
     #[inline]
     fn bucket_of(&self, t: f64) -> usize {
         let x = (t - self.base) * self.inv_width;
@@ -113,9 +113,9 @@ impl<P: Copy> Calendar<P> {
         for e in far.iter() {
             let j = self.bucket_of(e.time);
             if j < buckets {
-                self.buckets[j].push(*e);
+                self.buckets[j].push(e.clone());
             } else {
-                keep.push(*e);
+                keep.push(e.clone());
             }
         }
         self.far = keep;
@@ -123,7 +123,7 @@ impl<P: Copy> Calendar<P> {
     }
 }
 
-impl<P: Copy> PendingSet<P> for Calendar<P> {
+impl<P: Clone> PendingSet<P> for Calendar<P> {
     #[inline]
     fn push(&mut self, ev: Event<P>) {
         self.len += 1;

@@ -111,7 +111,7 @@ impl<S: Clone, P: Payload> History<S, P> {
             // Their senders come before this event and did not send them again.
             self.held.retain(|h| {
                 if h.by < o {
-                    antis.push(h.ev);
+                    antis.push(h.ev.clone());
                     false
                 } else {
                     true
@@ -124,7 +124,7 @@ impl<S: Clone, P: Payload> History<S, P> {
         let (seq0, n0) = (self.lp.seq, out.len());
         let error = execute(model, &mut self.lp, &ev, lim, out).err();
         for e in &out[n0..] {
-            self.sent.push_back(Sent { time: e.time, dest: e.dest, seq: e.seq, payload: e.payload });
+            self.sent.push_back(Sent { time: e.time, dest: e.dest, seq: e.seq, payload: e.payload.clone() });
         }
         self.done.push_back(Done { ev, seq0, sent: (out.len() - n0) as u32 });
         let mut reused = 0;
@@ -141,7 +141,7 @@ impl<S: Clone, P: Payload> History<S, P> {
             }
             self.held.retain(|h| {
                 if h.by == o {
-                    antis.push(h.ev);
+                    antis.push(h.ev.clone());
                     false
                 } else {
                     true
@@ -156,7 +156,7 @@ impl<S: Clone, P: Payload> History<S, P> {
     pub fn release_held(&mut self, by: Order, antis: &mut Vec<Event<P>>) {
         self.held.retain(|h| {
             if h.by == by {
-                antis.push(h.ev);
+                antis.push(h.ev.clone());
                 false
             } else {
                 true
@@ -232,7 +232,7 @@ impl<S: Clone, P: Payload> History<S, P> {
             // Coast forward: execute again, without sending, up to the target.
             let from = (s.index - self.base) as usize;
             for i in from..self.done.len() {
-                let ev = self.done[i].ev;
+                let ev = self.done[i].ev.clone();
                 scratch.clear();
                 // An invalid send here was reported when the event first ran.
                 let _ = execute(model, &mut self.lp, &ev, lim, scratch);
