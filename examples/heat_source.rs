@@ -5,22 +5,23 @@
 //! `power` sits at `heater = [y, x]` and is switched off after `heater_steps`
 //! steps; a wall (a column of cells at `wall_x`, with a door in the middle)
 //! is held at 0; the right half of the plate conducts `right_alpha / alpha`
-//! times as well as the left. The stencil sees each cell's global index
-//! `[y, x]` and the step, so none of this needs packing by hand. The grid is
-//! cut into blocks, one per rank, with halos exchanged every step; the
-//! digest is the same on any number of ranks.
+//! times as well as the left. The update sees each cell's global index
+//! `[y, x]` and the step, so none of this needs packing by hand. The model
+//! is three functions of a [`parsim::StencilModel`] — the grid, the initial
+//! value, the update — and `parsim::Stencil` does the rest: the grid is cut
+//! into blocks, one per rank, halos are exchanged every step, and the digest
+//! is the same on any number of ranks.
 //!
 //! ```sh
-//! cargo run --release --example heat_source -- run --ranks 4
+//! cargo run --release --example heat_source -- run --ranks 4          # writes out/heat_source/field.png
 //! cargo run --release --example heat_source -- run --set 'size=[512, 512]' --set steps=2000 --ranks 2
-//! cargo run --release --example heat_source -- sweep --param power=1,2,4 --replications 1
+//! cargo run --release --example heat_source -- sweep --param power=1,2,4 --replications 1 --metrics total
 //! ```
 
 use std::process::ExitCode;
 
-use parsim::comm::Comm;
-use parsim::grid::{Boundary, CellFn, GridSpec, Neighbourhood, Reach};
-use parsim::{check, BoxError, Experiment, Model, Outcome, ParamError, Rank};
+use parsim::grid::{Boundary, GridSpec, Neighbourhood};
+use parsim::{check, Experiment, ParamError, Stencil, StencilModel};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -48,12 +49,12 @@ impl Default for Params {
     fn default() -> Self {
         Params {
             size: [128, 128],
-            steps: 400,
+            steps: 3000,
             alpha: 0.2,
             right_alpha: 0.05,
             heater: [64, 32],
             power: 1.0,
-            heater_steps: 300,
+            heater_steps: 2500,
             wall_x: 80,
         }
     }
@@ -61,8 +62,9 @@ impl Default for Params {
 
 struct HeatSource;
 
-impl Model for HeatSource {
+impl StencilModel for HeatSource {
     type Params = Params;
+    type Cell = f64;
 
     fn name(&self) -> &str {
         "heat_source"
@@ -76,43 +78,35 @@ impl Model for HeatSource {
         check::that("wall_x", p.wall_x < p.size[1], "the wall must be on the plate")
     }
 
-    fn run<C: Comm>(&self, p: &Params, rank: &mut Rank<'_, C>) -> Result<Outcome, BoxError> {
-        let [ny, nx] = p.size;
-        let mut spec = GridSpec::new(vec![ny, nx], p.steps);
-        spec.boundary = vec![Boundary::Dirichlet(0.0)];
+    fn grid(&self, p: &Params) -> GridSpec {
+        let mut spec = GridSpec::new(p.size.to_vec(), p.steps);
+        spec.boundary = vec![Boundary::Dirichlet(0.0)]; // the edges are held at 0
         spec.reduce_every = 0; // the total heat at the end only
-        let p = p.clone();
-        // The update of one cell, from its neighbourhood, its index and the step.
-        let stencil = CellFn::new(1, Reach::Star, move |n: &Neighbourhood<'_, f64>| {
-            let [y, x] = n.index2();
-            if p.wall_x > 0 && x == p.wall_x && y.abs_diff(ny / 2) > ny / 10 {
-                return 0.0; // the cold wall, with a door in the middle
-            }
-            let a = if x < nx / 2 { p.alpha } else { p.right_alpha };
-            let lap = n.get2(-1, 0) + n.get2(1, 0) + n.get2(0, -1) + n.get2(0, 1) - 4.0 * n.centre();
-            let heat = if [y, x] == p.heater && n.step() < p.heater_steps { p.power } else { 0.0 };
-            n.centre() + a * lap + heat
-        });
-        let mut bar = rank.progress("steps", spec.steps);
-        let report = parsim::grid::run(rank.comm(), &spec, &stencil, &|_| 0.0, &mut |s| bar.set(s))?;
-        bar.finish();
-        let total = report.reductions.last().map_or(0.0, |r| r.total);
-        Ok(Outcome::new()
-            .digest(report.digest)
-            .metric("total_heat", total)
-            .metric("heat_added", p.power * p.heater_steps.min(p.steps) as f64)
-            .line(format!(
-                "heat_source: {ny} × {nx} plate, {} steps on {}: total heat {total:.6} of {:.1} added (the rest \
-                 left through the cold edges and the wall)",
-                p.steps,
-                report.decomposition,
-                p.power * p.heater_steps.min(p.steps) as f64
-            )))
+        spec
+    }
+
+    fn init(&self, _p: &Params, _index: [usize; 3]) -> f64 {
+        0.0 // a cold plate
+    }
+
+    fn update(&self, p: &Params, n: &Neighbourhood<'_, f64>) -> f64 {
+        let ([ny, nx], [y, x]) = (p.size, n.index2());
+        if p.wall_x > 0 && x == p.wall_x && y.abs_diff(ny / 2) > ny / 10 {
+            return 0.0; // the cold wall, with a door in the middle
+        }
+        let a = if x < nx / 2 { p.alpha } else { p.right_alpha };
+        let lap = n.get2(-1, 0) + n.get2(1, 0) + n.get2(0, -1) + n.get2(0, 1) - 4.0 * n.centre();
+        let heat = if [y, x] == p.heater && n.step() < p.heater_steps { p.power } else { 0.0 };
+        n.centre() + a * lap + heat
+    }
+
+    fn value_label(&self) -> &str {
+        "temperature (heat units per cell)"
     }
 }
 
 fn main() -> ExitCode {
-    Experiment::new(HeatSource)
+    Experiment::new(Stencil(HeatSource))
         .about("2-D heat diffusion with a heater and a cold wall: a user's own stencil")
         .from_args()
 }

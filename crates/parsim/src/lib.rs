@@ -54,6 +54,10 @@
 //! # Ok::<(), parsim::Error>(())
 //! ```
 //!
+//! For a stencil there is a shorter way: [`StencilModel`] asks only for
+//! the grid, the initial value of a cell and its update, and [`Stencil`]
+//! makes it a `Model` (progress, digest, totals, a picture of the field).
+//!
 //! The program then takes `walk run --ranks 4 --set steps=400`,
 //! `walk run my.toml --dry-run`, `walk sweep --param steps=100,200,400
 //! --replications 10`, and under MPI `mpirun -n 4 walk run --backend mpi`
@@ -83,6 +87,7 @@ pub mod plot;
 mod progress;
 mod run;
 mod scenario;
+mod stencil_model;
 mod sweep;
 
 pub use experiment::{exit_code, parse_backend, print_phases, Experiment, RunArgs, SweepArgs};
@@ -90,6 +95,7 @@ pub use model::{check, BoxError, Model, Outcome, ParamError, Rank};
 pub use progress::Progress;
 pub use run::{read_run_table, toml_to_json, write_atomic, Backend, Finished, RunPlan, RunSettings};
 pub use scenario::{InputError, Scenario, Section};
+pub use stencil_model::{Stencil, StencilModel};
 pub use sweep::kill_self;
 
 /// Epidemics on contact networks ([`parsim_abm`]).
