@@ -92,6 +92,7 @@ enum Command {
     #[command(after_help = SWEEP_EXAMPLES)]
     Sweep(SweepArgs),
     /// Version, backends compiled in, cores, MPI library.
+    #[command(after_help = "Example:\n  parsim info")]
     Info,
     /// Benchmarks.
     #[command(after_help = BENCH_EXAMPLES)]
@@ -104,6 +105,9 @@ enum Command {
 #[derive(Subcommand, Debug)]
 enum BenchWhat {
     /// Ping-pong latency and bandwidth between two ranks, and all-reduce latency.
+    #[command(
+        after_help = "Examples:\n  parsim bench comm --quick\n  mpirun -n 2 target/release/parsim bench comm --backend mpi"
+    )]
     Comm {
         /// Ranks (threads backend; under MPI, mpirun decides).
         #[arg(long, default_value_t = 2)]
@@ -119,6 +123,9 @@ enum BenchWhat {
         quick: bool,
     },
     /// Committed events per second of every DES engine on PHOLD's std configuration, at 1 and 2 ranks.
+    #[command(
+        after_help = "Examples:\n  parsim bench phold --quick\n  parsim bench phold --reps 5 --out bench-phold.json"
+    )]
     Phold {
         /// Where to write the JSON report.
         #[arg(long, default_value = "bench-phold.json")]
@@ -131,6 +138,9 @@ enum BenchWhat {
         reps: usize,
     },
     /// Edge cut and time of the multilevel partitioner against gpmetis (when installed), every graph × K = 2..64.
+    #[command(
+        after_help = "Examples:\n  parsim bench partition --quick\n  parsim bench partition --dir ../shared/data/graphs --reps 3"
+    )]
     Partition {
         /// The directory of METIS graphs.
         #[arg(long, default_value = "../shared/data/graphs")]
@@ -146,6 +156,9 @@ enum BenchWhat {
         reps: usize,
     },
     /// The SEIR epidemic on an Erdős–Rényi network (N = 10⁶, c = 10, variant A, 180 days) at 1 and 2 ranks.
+    #[command(
+        after_help = "Examples:\n  parsim bench epidemic --quick\n  parsim bench epidemic --agents 1000000 --reps 3\n  mpirun -n 2 target/release/parsim bench epidemic --backend mpi"
+    )]
     Epidemic {
         /// Agents.
         #[arg(long, default_value_t = 1_000_000)]
@@ -167,6 +180,7 @@ enum BenchWhat {
         quick: bool,
     },
     /// Parallel efficiency of a 200-task sweep at 1 and 2 workers, and the scheduling overhead per task.
+    #[command(after_help = "Examples:\n  parsim bench sweep --quick\n  parsim bench sweep --reps 5")]
     Sweep {
         /// Where to write the JSON report.
         #[arg(long, default_value = "bench-sweep.json")]
@@ -179,6 +193,9 @@ enum BenchWhat {
         reps: usize,
     },
     /// Cell updates per second of the heat stencils next to STREAM bandwidth (threads backend).
+    #[command(
+        after_help = "Examples:\n  parsim bench stencil --quick\n  parsim bench stencil --out bench-stencil.json"
+    )]
     Stencil {
         /// Where to write the JSON report.
         #[arg(long, default_value = "bench-stencil.json")]

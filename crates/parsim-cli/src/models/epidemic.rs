@@ -555,30 +555,33 @@ pub fn run<C: Comm>(comm: &C, setup: &AbmSetup, ctx: &RunContext, out: &Path) ->
         write_atomic(&out.join("curve.csv"), csv.as_bytes())?;
         let windows = epidemic_plot::windows(&cfg, &names);
         epidemic_plot::epidemic_png(&out.join("epidemic.png"), &res.curve, pop.agents() as u64, &windows)?;
-        println!(
-            "epidemic: {} agents, {} days: attack rate {:.2}%, peak day {} ({:.2}% infectious), peak incidence day {}, growth rate {}/day, R0 estimate {}",
-            pop.agents(),
-            cfg.days,
-            100.0 * o.attack_rate,
-            o.peak_day,
-            100.0 * o.peak_prevalence,
-            o.peak_incidence_day,
-            o.growth_rate.map_or("-".into(), |r| format!("{r:.4}")),
-            o.r0_estimate.map_or("-".into(), |r| format!("{r:.3}")),
-        );
-        println!(
-            "  final S {} E {} I {} R {} V {}; {:.2} M agent-days/s, {:.1} M transmission checks/s; {} cut edges, {:.0} bytes/day exchanged",
-            last.s,
-            last.e,
-            last.i,
-            last.r,
-            last.v,
-            n * days / sim.times[3] / 1e6,
-            res.transmission_checks as f64 / sim.times[3] / 1e6,
-            sim.cut_edges,
-            bytes as f64 / days
-        );
-        println!("  curve → {}, plot → {}", out.join("curve.csv").display(), out.join("epidemic.png").display());
+        // -q: the files are written, the summary lines are not.
+        if ctx.progress {
+            println!(
+                "epidemic: {} agents, {} days: attack rate {:.2}%, peak day {} ({:.2}% infectious), peak incidence day {}, growth rate {}/day, R0 estimate {}",
+                pop.agents(),
+                cfg.days,
+                100.0 * o.attack_rate,
+                o.peak_day,
+                100.0 * o.peak_prevalence,
+                o.peak_incidence_day,
+                o.growth_rate.map_or("-".into(), |r| format!("{r:.4}")),
+                o.r0_estimate.map_or("-".into(), |r| format!("{r:.3}")),
+            );
+            println!(
+                "  final S {} E {} I {} R {} V {}; {:.2} M agent-days/s, {:.1} M transmission checks/s; {} cut edges, {:.0} bytes/day exchanged",
+                last.s,
+                last.e,
+                last.i,
+                last.r,
+                last.v,
+                n * days / sim.times[3] / 1e6,
+                res.transmission_checks as f64 / sim.times[3] / 1e6,
+                sim.cut_edges,
+                bytes as f64 / days
+            );
+            println!("  curve → {}, plot → {}", out.join("curve.csv").display(), out.join("epidemic.png").display());
+        }
         if ctx.verify {
             print_verify(theory.as_ref(), &o, res, &cfg);
         }
