@@ -143,11 +143,7 @@ pub fn run<C: Comm, R: Rule>(
         d.write_bytes(bytemuck::bytes_of(s));
         set.add(u64::from(id), d.finish().0 as u64);
     }
-    let parts = comm.all_gather(set.parts.to_vec())?;
-    let mut all = SetDigest::new();
-    for p in parts {
-        all.merge(&SetDigest { parts: [p[0], p[1]] });
-    }
+    let all = comm.all_merge_digest(&set)?;
     let mut d = Digester::new();
     d.write_str("parsim.agents");
     d.write_u64(steps);

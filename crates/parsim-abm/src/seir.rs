@@ -624,12 +624,7 @@ pub fn run_on<C: Comm>(
     }
     let hist = comm.all_reduce(&hist, ReduceOp::Sum)?;
     let checks = comm.all_reduce(&[checks], ReduceOp::Sum)?[0];
-    // Merged in rank order (merging is commutative: any order gives the same digest).
-    let all = comm.all_gather(vec![sd.parts[0], sd.parts[1]])?;
-    let mut total = SetDigest::new();
-    for p in all {
-        total.merge(&SetDigest { parts: [p[0], p[1]] });
-    }
+    let total = comm.all_merge_digest(&sd)?;
     let mut d = Digester::new();
     d.write_str("seir-net-v1");
     for c in &curve {

@@ -67,7 +67,7 @@ pub use reduce::{ReduceOp, Reducible};
 pub use request::{wait_all, wait_any, Request};
 pub use threads::{launch, Launcher, ThreadComm};
 
-use parsim_core::{wire, ExactSum};
+use parsim_core::{wire, ExactSum, SetDigest};
 use serde::{de::DeserializeOwned, Serialize};
 
 /// A message tag.
@@ -257,6 +257,18 @@ pub trait Comm: Sized {
             op: "all_reduce_exact",
             msg: "limb vector of unexpected length".into(),
         })
+    }
+
+    /// Every rank's [`SetDigest`] merged, on every rank: the digest of a set
+    /// of keyed items however they are spread over the ranks (merging is
+    /// commutative, so the rank order does not matter).
+    fn all_merge_digest(&self, local: &SetDigest) -> Result<SetDigest> {
+        let parts = self.all_gather(local.parts.to_vec())?;
+        let mut all = SetDigest::new();
+        for p in parts {
+            all.merge(&SetDigest { parts: [p[0], p[1]] });
+        }
+        Ok(all)
     }
 }
 

@@ -381,11 +381,7 @@ fn digest<C: Comm, T: Cell>(comm: &C, d: &Decomposition, f: &Field<T>, steps: u6
     let shape = d.shape();
     let mut set = SetDigest::new();
     f.for_owned(|g, v| set.add(((g[0] * shape[1] + g[1]) * shape[2] + g[2]) as u64, v.bits()));
-    let parts = comm.all_gather(set.parts.to_vec())?;
-    let mut all = SetDigest::new();
-    for p in parts {
-        all.merge(&SetDigest { parts: [p[0], p[1]] });
-    }
+    let all = comm.all_merge_digest(&set)?;
     let mut dg = Digester::new();
     dg.write_str("grid");
     for n in shape {
