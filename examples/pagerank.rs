@@ -10,7 +10,7 @@
 //! ```sh
 //! cargo run --release --example pagerank -- run --ranks 4
 //! cargo run --release --example pagerank -- run --set vertices=200000 --set iterations=50
-//! cargo run --release --example pagerank -- sweep --param damping=0.5,0.7,0.85,0.95 --replications 1
+//! cargo run --release --example pagerank -- sweep --param damping=0.5,0.7,0.85,0.95 --replications 1 --metrics top_rank
 //! ```
 
 use std::process::ExitCode;
