@@ -6,7 +6,8 @@
 #   with their printed results checked, the Comm semantics suite under mpirun -n 1/2/4, a
 #   panicking rank under mpirun, the grid digest suite under mpirun -n 2/4,
 #   the DES digest suite (every engine against sequential) under mpirun -n
-#   1/2/4, the graph-engine and epidemic suites under mpirun -n 2/4, the CLI
+#   1/2/4, the graph-engine and epidemic suites under mpirun -n 2/4, a user's
+#   model (the bank, PageRank) under mpirun, the CLI
 #   tests with MPI, the README's main command (the epidemic) on both backends
 #   with a digest comparison and --verify, the ring on both backends, the
 #   sweep acceptance command on both backends, and the PHOLD acceptance command.
@@ -141,6 +142,17 @@ done
 
 step "CLI tests with the MPI backend compiled in (ring, grid, DES and epidemic digests under mpirun)"
 cargo test -p parsim-cli --features mpi
+
+step "a user's model under MPI: the bank and PageRank give their threads digests, the bank's sweep its threads table"
+cargo build --release -p parsim --features mpi --example bank --example pagerank
+mpirun_ -n 2 target/release/examples/bank run --backend mpi --set tellers=5 --out target/ci/bank-mpi >/dev/null
+[ "$(digest_of target/ci/bank-mpi)" = "$(digest_of target/ci/bank2)" ] || { echo "bank under mpirun -n 2: digest differs"; exit 1; }
+mpirun_ -n 3 target/release/examples/pagerank run --backend mpi --out target/ci/pr-mpi >/dev/null
+[ "$(digest_of target/ci/pr-mpi)" = "$(digest_of target/ci/pr1)" ] || { echo "pagerank under mpirun -n 3: digest differs"; exit 1; }
+mpirun_ -n 3 target/release/examples/bank sweep --backend mpi --param tellers=3,4,5 --replications 3 \
+  --metrics mean_wait,theory_mean_wait --out target/ci/bank-sweep-mpi >/dev/null
+cmp target/ci/bank-sweep/results.csv target/ci/bank-sweep-mpi/results.csv || { echo "the bank's MPI sweep table differs"; exit 1; }
+echo "bank and pagerank digests, and the bank's sweep table, equal on threads and under mpirun"
 
 # ---------------------------------------------------------------- the README's command
 step "README main command: cargo run --release -- run scenarios/epidemic.toml"
