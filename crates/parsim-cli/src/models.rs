@@ -129,16 +129,11 @@ pub trait WithModel {
 /// The experiment of built-in model `name` (one of [`NAMES`]).
 pub fn dispatch<W: WithModel>(name: &str, w: W) -> W::Out {
     match name {
-        "ring" => {
-            w.with(Experiment::with_reader(Ring, |sc, _| ring::RingConfig::from_scenario(sc)).require_model_key())
-        }
-        "grid" => w.with(Experiment::with_reader(Grid, read_grid).require_model_key()),
+        "ring" => w.with(Experiment::with_reader(Ring, |sc, _| ring::RingConfig::from_scenario(sc))),
+        "grid" => w.with(Experiment::with_reader(Grid, read_grid)),
         "phold" | "queues" => {
             let name = if name == "phold" { "phold" } else { "queues" };
-            w.with(
-                Experiment::with_reader(Des(name), move |sc, _| des::DesSetup::from_scenario(sc, name))
-                    .require_model_key(),
-            )
+            w.with(Experiment::with_reader(Des(name), move |sc, _| des::DesSetup::from_scenario(sc, name)))
         }
         _ => w.with(epidemic_experiment()),
     }
@@ -147,7 +142,6 @@ pub fn dispatch<W: WithModel>(name: &str, w: W) -> W::Out {
 /// The epidemic's experiment.
 pub fn epidemic_experiment() -> Experiment<Epidemic> {
     Experiment::with_reader(Epidemic, |sc, run| epidemic::AbmSetup::from_scenario(sc, run.threads_per_rank))
-        .require_model_key()
 }
 
 fn read_grid(sc: &mut Scenario, run: &mut RunSettings) -> Result<grid::GridConfig, InputError> {
@@ -157,6 +151,25 @@ fn read_grid(sc: &mut Scenario, run: &mut RunSettings) -> Result<grid::GridConfi
     }
     run.threads_per_rank = cfg.spec.threads_per_rank;
     Ok(cfg)
+}
+
+/// Runs `w` on the experiment of the built-in model that the scenario at
+/// `path` names in `[run] model` (`command` and `example` are for the error
+/// when no scenario is given).
+pub fn on_scenario<W: WithModel<Out = Result<(), parsim::Error>>>(
+    path: Option<&std::path::Path>,
+    command: &str,
+    example: &str,
+    w: W,
+) -> anyhow::Result<()> {
+    let path = path.ok_or_else(|| {
+        InputError::flag(
+            &format!("parsim {command}"),
+            format!("expected a scenario file, e.g. `parsim {command} {example}`"),
+        )
+    })?;
+    let name = model_of(&Scenario::load(path)?)?;
+    Ok(dispatch(&name, w)?)
 }
 
 /// The model named by a scenario's `[run] model` (validated against [`NAMES`]).

@@ -39,7 +39,6 @@ pub struct Experiment<M: Model> {
     default_scenario: Option<PathBuf>,
     about: Option<String>,
     progress: bool,
-    require_model: bool,
 }
 
 impl<M: Model> Experiment<M> {
@@ -57,7 +56,6 @@ impl<M: Model> Experiment<M> {
             default_scenario: None,
             about: None,
             progress: true,
-            require_model: false,
         }
     }
 
@@ -74,7 +72,6 @@ impl<M: Model> Experiment<M> {
             default_scenario: None,
             about: None,
             progress: true,
-            require_model: false,
         }
     }
 
@@ -93,13 +90,6 @@ impl<M: Model> Experiment<M> {
     /// No progress output (tests, embedding).
     pub fn quiet(mut self) -> Self {
         self.progress = false;
-        self
-    }
-
-    /// Scenarios must say `[run] model` (the `parsim` binary, which
-    /// dispatches on it).
-    pub fn require_model_key(mut self) -> Self {
-        self.require_model = true;
         self
     }
 
@@ -127,10 +117,6 @@ impl<M: Model> Experiment<M> {
             Some(p) => Scenario::load(p)?,
             None => Scenario::parse(Path::new("(defaults)"), String::new())?,
         };
-        if self.require_model {
-            let mut probe = sc.clone();
-            run::read_run_table(&mut probe, true)?;
-        }
         for s in set {
             sc.set_in(s, Some(self.model.table()))?;
         }
@@ -175,8 +161,10 @@ impl<M: Model> Experiment<M> {
                 }
                 print_phases(&done.summary);
                 let s = &done.summary;
+                let prepare = s["prepare_s"].as_f64().unwrap_or(0.0);
+                let prepare = if prepare >= 1e-3 { format!(" (+ {prepare:.3} s preparing)") } else { String::new() };
                 println!(
-                    "{} on {} {} rank(s): digest {}  wall {:.3} s  → {}",
+                    "{} on {} {} rank(s): digest {}  wall {:.3} s{prepare}  → {}",
                     s["model"].as_str().unwrap_or("?"),
                     s["ranks"],
                     plan.backend.name(),

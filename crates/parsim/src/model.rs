@@ -77,8 +77,9 @@ pub trait Model: Sync {
         format!("model {} on {ranks} rank(s)\n", self.name())
     }
 
-    /// Work done once per run before the ranks start, outside the timed
-    /// region of any rank (building an input every rank shares, say).
+    /// Work done once per process before the ranks start (building an input
+    /// every rank shares, say): timed as `prepare_s` in `summary.json`,
+    /// apart from the ranks' `wall_s` and phases.
     fn prepare(&self, _params: &Self::Params, _seed: u64) -> Result<(), BoxError> {
         Ok(())
     }
@@ -153,6 +154,19 @@ pub(crate) struct Whereabouts {
 }
 
 impl Whereabouts {
+    pub(crate) fn set_label(&self, label: &str) {
+        if let Ok(mut l) = self.label.lock() {
+            if *l != label {
+                *l = label.to_string();
+            }
+        }
+    }
+
+    pub(crate) fn record(&self, step: u64) {
+        self.step.store(step, Ordering::Relaxed);
+        self.reported.store(true, Ordering::Relaxed);
+    }
+
     pub(crate) fn describe(&self) -> Option<String> {
         if !self.reported.load(Ordering::Relaxed) {
             return None;
@@ -238,22 +252,15 @@ impl<'a, C: Comm> Rank<'a, C> {
     /// only. The last amount set also tells error messages where a failing
     /// rank was ("rank 1 failed at steps 37").
     pub fn progress(&self, label: &str, total: u64) -> Progress {
-        if let Ok(mut l) = self.whereabouts.label.lock() {
-            *l = label.to_string();
-        }
+        self.whereabouts.set_label(label);
         let quiet = !self.progress || !self.is_root();
         Progress::new(label, total, quiet).tracking(self.whereabouts.clone())
     }
 
     /// Records how far this rank is (for error messages) without showing a bar.
     pub fn at(&self, label: &str, step: u64) {
-        if let Ok(mut l) = self.whereabouts.label.lock() {
-            if *l != label {
-                *l = label.to_string();
-            }
-        }
-        self.whereabouts.step.store(step, Ordering::Relaxed);
-        self.whereabouts.reported.store(true, Ordering::Relaxed);
+        self.whereabouts.set_label(label);
+        self.whereabouts.record(step);
     }
 }
 
@@ -282,8 +289,12 @@ impl Outcome {
 
     /// The digest of a serialisable value (postcard bytes through the
     /// 128-bit digester): handy for a final state that every rank holds.
+    ///
+    /// # Panics
+    /// If `value` cannot be encoded (a serde implementation that fails):
+    /// the run then ends with the model's message, never with a digest of nothing.
     pub fn digest_of<T: serde::Serialize>(mut self, value: &T) -> Self {
-        let bytes = parsim_core::wire::encode(value).unwrap_or_default();
+        let bytes = parsim_core::wire::encode(value).expect("Outcome::digest_of: the value must serialise");
         let mut d = parsim_core::Digester::new();
         d.write_bytes(&bytes);
         self.digest = Some(d.finish());

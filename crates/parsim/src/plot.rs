@@ -204,36 +204,23 @@ impl Chart {
 
     /// Writes the chart to `path`: SVG for `.svg`, PNG otherwise (atomically).
     pub fn save(&self, path: &Path) -> Result<(), Error> {
-        if path.extension().is_some_and(|e| e == "svg") {
-            write_atomic(path, self.svg()?.as_bytes())
-        } else {
-            write_atomic(path, &self.png()?)
-        }
+        save(self, path)
     }
 
     /// The chart as SVG text (its labels are text: tests can read them).
     pub fn svg(&self) -> Result<String, Error> {
-        font()?;
-        let mut s = String::new();
-        {
-            let root = SVGBackend::with_string(&mut s, self.size).into_drawing_area();
-            self.draw(&root)?;
-            root.present().map_err(plot_err)?;
-        }
-        Ok(s)
+        svg(self)
     }
 
     /// The chart as PNG bytes.
     pub fn png(&self) -> Result<Vec<u8>, Error> {
-        font()?;
-        let (w, h) = self.size;
-        let mut rgb = vec![0u8; (w * h * 3) as usize];
-        {
-            let root = BitMapBackend::with_buffer(&mut rgb, self.size).into_drawing_area();
-            self.draw(&root)?;
-            root.present().map_err(plot_err)?;
-        }
-        encode_png(&rgb, w, h)
+        png(self)
+    }
+}
+
+impl Picture for Chart {
+    fn size(&self) -> (u32, u32) {
+        self.size
     }
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), Error> {
@@ -392,33 +379,25 @@ impl Heatmap {
         }
     }
 
-    /// Writes it: SVG for `.svg`, PNG otherwise.
+    /// Writes it: SVG for `.svg`, PNG otherwise (atomically).
     pub fn save(&self, path: &Path) -> Result<(), Error> {
-        if path.extension().is_some_and(|e| e == "svg") {
-            font()?;
-            let mut s = String::new();
-            {
-                let root = SVGBackend::with_string(&mut s, (900, 760)).into_drawing_area();
-                self.draw(&root)?;
-                root.present().map_err(plot_err)?;
-            }
-            write_atomic(path, s.as_bytes())
-        } else {
-            write_atomic(path, &self.png()?)
-        }
+        save(self, path)
+    }
+
+    /// The picture as SVG text.
+    pub fn svg(&self) -> Result<String, Error> {
+        svg(self)
     }
 
     /// The picture as PNG bytes.
     pub fn png(&self) -> Result<Vec<u8>, Error> {
-        font()?;
-        let (w, h) = (900u32, 760u32);
-        let mut rgb = vec![0u8; (w * h * 3) as usize];
-        {
-            let root = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
-            self.draw(&root)?;
-            root.present().map_err(plot_err)?;
-        }
-        encode_png(&rgb, w, h)
+        png(self)
+    }
+}
+
+impl Picture for Heatmap {
+    fn size(&self) -> (u32, u32) {
+        (900, 760)
     }
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), Error> {
@@ -485,6 +464,43 @@ impl Heatmap {
             }))
             .map_err(plot_err)?;
         Ok(())
+    }
+}
+
+/// Something drawn on a white area of a given size: a chart or a heatmap.
+trait Picture {
+    fn size(&self) -> (u32, u32);
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), Error>;
+}
+
+fn svg(p: &impl Picture) -> Result<String, Error> {
+    font()?;
+    let mut s = String::new();
+    {
+        let root = SVGBackend::with_string(&mut s, p.size()).into_drawing_area();
+        p.draw(&root)?;
+        root.present().map_err(plot_err)?;
+    }
+    Ok(s)
+}
+
+fn png(p: &impl Picture) -> Result<Vec<u8>, Error> {
+    font()?;
+    let (w, h) = p.size();
+    let mut rgb = vec![0u8; (w * h * 3) as usize];
+    {
+        let root = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
+        p.draw(&root)?;
+        root.present().map_err(plot_err)?;
+    }
+    encode_png(&rgb, w, h)
+}
+
+fn save(p: &impl Picture, path: &Path) -> Result<(), Error> {
+    if path.extension().is_some_and(|e| e == "svg") {
+        write_atomic(path, svg(p)?.as_bytes())
+    } else {
+        write_atomic(path, &png(p)?)
     }
 }
 

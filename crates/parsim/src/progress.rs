@@ -5,7 +5,6 @@ use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::model::Whereabouts;
@@ -102,8 +101,7 @@ impl Progress {
     /// Sets the amount done.
     pub fn set(&mut self, done: u64) {
         if let Some(w) = &self.track {
-            w.step.store(done, Ordering::Relaxed);
-            w.reported.store(true, Ordering::Relaxed);
+            w.record(done);
         }
         if self.quiet {
             return;

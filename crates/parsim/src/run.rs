@@ -213,6 +213,7 @@ fn run_rank<C: Comm, M: Model>(
     comm: C,
     exp: &Experiment<M>,
     plan: &RunPlan<M::Params>,
+    prepare_s: f64,
 ) -> Result<Option<Finished>, String> {
     comm.barrier().map_err(|e| e.to_string())?;
     let t0 = Instant::now();
@@ -223,7 +224,8 @@ fn run_rank<C: Comm, M: Model>(
     let end = RankEnd { report: comm.clock().report(), trace: comm.clock().trace(comm.world_rank()) };
     let all = comm.gather_value(0, &end).map_err(|e| e.to_string())?;
     let Some(all) = all else { return Ok(None) };
-    let summary = summary_json(exp.model().name(), plan, comm.backend(), comm.size(), wall_s, &all, &out);
+    let mut summary = summary_json(exp.model().name(), plan, comm.backend(), comm.size(), wall_s, &all, &out);
+    summary["prepare_s"] = json!(prepare_s);
     let _io = comm.clock().enter(parsim_core::Phase::Io);
     let fail = |e: Error| e.to_string();
     std::fs::create_dir_all(&plan.out).map_err(|e| format!("creating output directory {}: {e}", plan.out.display()))?;
@@ -302,23 +304,31 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
 
 /// Runs the plan on its backend; returns rank 0's result (`None` on other MPI ranks).
 pub(crate) fn execute<M: Model>(exp: &Experiment<M>, plan: &RunPlan<M::Params>) -> Result<Option<Finished>, Error> {
+    // Shared inputs are built once per process before the ranks start: their
+    // time is `prepare_s`, beside the ranks' `wall_s`.
+    let t0 = Instant::now();
     exp.model()
         .prepare(&plan.params, plan.seed)
         .map_err(|e| Error::Run(format!("model {}: {e}", exp.model().name())))?;
+    let prepare_s = t0.elapsed().as_secs_f64();
     match plan.backend {
         Backend::Threads => {
             let mut results = parsim_comm::Launcher::new(plan.ranks)
                 .trace(plan.trace.is_some())
-                .run(|comm| run_rank(comm, exp, plan))
+                .run(|comm| run_rank(comm, exp, plan, prepare_s))
                 .map_err(|e| Error::Run(e.to_string()))?;
             Ok(results.swap_remove(0))
         }
-        Backend::Mpi => execute_mpi(exp, plan),
+        Backend::Mpi => execute_mpi(exp, plan, prepare_s),
     }
 }
 
 #[cfg(feature = "mpi")]
-fn execute_mpi<M: Model>(exp: &Experiment<M>, plan: &RunPlan<M::Params>) -> Result<Option<Finished>, Error> {
+fn execute_mpi<M: Model>(
+    exp: &Experiment<M>,
+    plan: &RunPlan<M::Params>,
+    prepare_s: f64,
+) -> Result<Option<Finished>, Error> {
     let out = parsim_comm::mpi::Launcher::new().trace(plan.trace.is_some()).run(|comm| {
         if comm.size() != plan.ranks && comm.rank() == 0 {
             if plan.ranks_from_flag {
@@ -334,13 +344,17 @@ fn execute_mpi<M: Model>(exp: &Experiment<M>, plan: &RunPlan<M::Params>) -> Resu
                 plan.ranks
             );
         }
-        run_rank(comm, exp, plan)
+        run_rank(comm, exp, plan, prepare_s)
     });
     out.map_err(|e| Error::Run(e.to_string()))
 }
 
 #[cfg(not(feature = "mpi"))]
-fn execute_mpi<M: Model>(_exp: &Experiment<M>, _plan: &RunPlan<M::Params>) -> Result<Option<Finished>, Error> {
+fn execute_mpi<M: Model>(
+    _exp: &Experiment<M>,
+    _plan: &RunPlan<M::Params>,
+    _prepare_s: f64,
+) -> Result<Option<Finished>, Error> {
     Err(InputError::flag(
         "--backend mpi",
         "this program was built without MPI; rebuild with `--features mpi` (needs libopenmpi-dev and libclang-dev)",

@@ -2,7 +2,7 @@
 //! built-in model; the front door does the rest.
 
 use anyhow::Result;
-use parsim::{Experiment, InputError, Model, RunArgs, Scenario};
+use parsim::{Experiment, Model, RunArgs};
 
 use crate::models::{self, WithModel};
 
@@ -17,9 +17,5 @@ impl WithModel for Run<'_> {
 
 /// Runs `parsim run`.
 pub fn run(a: &RunArgs) -> Result<()> {
-    let path = a.scenario.as_deref().ok_or_else(|| {
-        InputError::flag("parsim run", "expected a scenario file, e.g. `parsim run scenarios/epidemic.toml`")
-    })?;
-    let name = models::model_of(&Scenario::load(path)?)?;
-    Ok(models::dispatch(&name, Run(a))?)
+    models::on_scenario(a.scenario.as_deref(), "run", "scenarios/epidemic.toml", Run(a))
 }

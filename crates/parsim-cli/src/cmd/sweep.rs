@@ -2,7 +2,7 @@
 //! (the scenario's `[run] model`), through the front door's sweep.
 
 use anyhow::Result;
-use parsim::{Experiment, InputError, Model, Scenario, SweepArgs};
+use parsim::{Experiment, Model, SweepArgs};
 
 use crate::models::{self, WithModel};
 
@@ -17,9 +17,5 @@ impl WithModel for Sweep<'_> {
 
 /// Runs `parsim sweep`.
 pub fn run(a: &SweepArgs) -> Result<()> {
-    let path = a.scenario.as_deref().ok_or_else(|| {
-        InputError::flag("parsim sweep", "expected a scenario file, e.g. `parsim sweep scenarios/sweep-epidemic.toml`")
-    })?;
-    let name = models::model_of(&Scenario::load(path)?)?;
-    Ok(models::dispatch(&name, Sweep(a))?)
+    models::on_scenario(a.scenario.as_deref(), "sweep", "scenarios/sweep-epidemic.toml", Sweep(a))
 }
