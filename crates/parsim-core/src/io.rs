@@ -4,7 +4,8 @@ use std::io::Write;
 use std::path::Path;
 
 /// Writes `bytes` to `path` atomically: a temporary file beside it, flushed
-/// to disk, then renamed over the target. A crash leaves the old file or the
+/// to disk, renamed over the target, and the directory flushed so that the
+/// rename itself survives a power cut. A crash leaves the old file or the
 /// new one, never a part of one. Creates the parent directory if needed.
 ///
 /// ```
@@ -24,5 +25,16 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     f.write_all(bytes)?;
     f.sync_all()?;
     drop(f);
-    std::fs::rename(&tmp, path)
+    std::fs::rename(&tmp, path)?;
+    sync_dir(dir)
+}
+
+/// Flushes a directory's entries (creations, renames, removals) to disk.
+/// A no-op where directories cannot be opened as files (not Unix).
+pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    std::fs::File::open(dir)?.sync_all()?;
+    #[cfg(not(unix))]
+    let _ = dir;
+    Ok(())
 }

@@ -1,0 +1,389 @@
+//! One rank's checkpointing: when to take one, the snapshot, the partner
+//! copy, the manifest, the background write, fault injection.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use parsim_comm::{Comm, ReduceOp, Source, TagMatch};
+use parsim_core::Phase;
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::format::{self, Manifest, Piece, FORMAT_VERSION};
+use crate::inject::{Fault, Injection, KillWhen};
+use crate::restart::{self, Restart};
+use crate::store::{data_path, manifest_path, manifest_seqs, Item, Job, Keep, Level, Writer, WriterFaults};
+use crate::{daly, CkptError, Identity, Interval};
+
+/// The tag of partner copies.
+const PARTNER_TAG: u32 = 7_900;
+
+/// How a run checkpoints.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The checkpoint directory.
+    pub dir: PathBuf,
+    /// When; `None`: no checkpoints (faults and restarts still work).
+    pub interval: Option<Interval>,
+    /// Keep a partner copy (level 2).
+    pub partner: bool,
+    /// Every this many checkpoints also goes to the shared directory
+    /// (level 3); 0: never.
+    pub shared_every: u64,
+    /// Retention per level.
+    pub keep: Keep,
+    /// Write in a background thread (default) or in the simulation's.
+    pub asynchronous: bool,
+    /// Restart from this directory's newest valid checkpoint.
+    pub restart: Option<PathBuf>,
+    /// With `restart`: start from the beginning when it holds no
+    /// checkpoint yet (supervised relaunches) instead of refusing.
+    pub restart_may_be_empty: bool,
+    /// Injected faults.
+    pub inject: Vec<Injection>,
+    /// Which launch this is (0: the first; faults fire only then).
+    pub attempt: u32,
+}
+
+impl Options {
+    /// Checkpoints in `dir` every `interval`, with the defaults: partner
+    /// copies, every 4th to the shared level, keep 2 of each, asynchronous.
+    pub fn new(dir: impl Into<PathBuf>, interval: Option<Interval>) -> Self {
+        Options {
+            dir: dir.into(),
+            interval,
+            partner: true,
+            shared_every: 4,
+            keep: Keep::default(),
+            asynchronous: true,
+            restart: None,
+            restart_may_be_empty: false,
+            inject: Vec::new(),
+            attempt: 0,
+        }
+    }
+}
+
+/// What the engine should do at a boundary.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Action {
+    /// Take a checkpoint now ([`Checkpointer::save`], on every rank).
+    pub checkpoint: bool,
+    /// Corrupt one value of this rank's state (an injected bit flip).
+    pub bitflip: bool,
+}
+
+/// What checkpointing cost, for the summary (this rank).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Stats {
+    /// Checkpoints taken.
+    pub checkpoints: u64,
+    /// Time the simulation stood still for them: serialising, hashing,
+    /// the partner exchange (and, when synchronous, the write).
+    pub snapshot_s: f64,
+    /// Background time compressing and writing (in the writer thread).
+    pub write_s: f64,
+    /// Of which compressing.
+    pub compress_s: f64,
+    /// Raw state bytes (own pieces and partner copies).
+    pub raw_bytes: u64,
+    /// Bytes written to files.
+    pub file_bytes: u64,
+    /// Files written.
+    pub files: u64,
+    /// Failed writes (also logged).
+    pub failures: Vec<String>,
+    /// The boundaries checkpointed.
+    pub at: Vec<u64>,
+    /// For `auto`: the intervals chosen (seconds), one per estimate.
+    pub tau_s: Vec<f64>,
+}
+
+/// One rank's checkpointer; every method marked collective must be called
+/// by every rank at the same boundary.
+pub struct Checkpointer<'c, C: Comm> {
+    comm: &'c C,
+    opts: Options,
+    id: Identity,
+    seq: u64,
+    taken: u64,
+    writer: Writer,
+    faults: WriterFaults,
+    stats: Stats,
+    restart: Option<Restart>,
+    /// For time-based intervals: the next boundary to checkpoint at.
+    next_due: Option<u64>,
+    /// The boundary and time of the last estimate.
+    mark: (u64, Instant),
+    /// The measured cost of one checkpoint (max over ranks), seconds.
+    delta: Option<f64>,
+}
+
+impl<'c, C: Comm> Checkpointer<'c, C> {
+    /// Sets up checkpointing for this rank (collective): checks the
+    /// injections, finds the checkpoint to restart from (when asked), and
+    /// numbers new checkpoints after every existing one.
+    pub fn new(comm: &'c C, opts: Options, id: Identity) -> Result<Self, CkptError> {
+        for i in &opts.inject {
+            i.check(&id.unit, comm.size())?;
+        }
+        if let Some(Interval::Every(0)) = opts.interval {
+            return Err(CkptError::Input("--checkpoint-every 0: the interval must be at least 1".into()));
+        }
+        let restart = match &opts.restart {
+            None => None,
+            Some(dir) => match restart::find(comm, dir, &id) {
+                Ok(Some(r)) => Some(r),
+                Ok(None) if opts.restart_may_be_empty => None,
+                Ok(None) => {
+                    return Err(CkptError::NothingValid {
+                        dir: dir.clone(),
+                        reasons: vec!["it holds no checkpoint manifest (manifests/c*.json)".into()],
+                    })
+                }
+                Err(CkptError::NothingValid { .. }) if opts.restart_may_be_empty && comm.rank() == 0 => {
+                    tracing::warn!("no valid checkpoint in {}: starting from the beginning", dir.display());
+                    None
+                }
+                Err(CkptError::NothingValid { .. }) if opts.restart_may_be_empty => None,
+                Err(e) => return Err(e),
+            },
+        };
+        let seq = if comm.rank() == 0 { manifest_seqs(&opts.dir).first().map_or(1, |s| s + 1) } else { 0 };
+        let seq = comm.broadcast_value(0, &seq)?;
+        let faults = WriterFaults {
+            rank: comm.rank(),
+            faults: if opts.attempt == 0 { opts.inject.iter().map(|i| i.fault.clone()).collect() } else { Vec::new() },
+            mpi: comm.backend() == "mpi",
+        };
+        let writer = Writer::new(opts.asynchronous, format!("parsim-ckpt-{}", comm.rank()), faults.clone())
+            .map_err(|e| CkptError::Io(format!("cannot start the checkpoint writer: {e}")))?;
+        let start = restart.as_ref().map_or(0, |r| r.manifest.boundary);
+        Ok(Checkpointer {
+            comm,
+            opts,
+            id,
+            seq,
+            taken: 0,
+            writer,
+            faults,
+            stats: Stats::default(),
+            restart,
+            next_due: None,
+            mark: (start, Instant::now()),
+            delta: None,
+        })
+    }
+
+    /// The checkpoint to restart from, once (the engine loads it).
+    pub fn take_restart(&mut self) -> Option<Restart> {
+        self.restart.take()
+    }
+
+    /// Whether this run restarts from a checkpoint (before it is taken).
+    pub fn restarting(&self) -> Option<&Restart> {
+        self.restart.as_ref()
+    }
+
+    /// The engine has finished boundary `b` (collective for time-based
+    /// intervals). Fires injected faults, and says whether to checkpoint.
+    pub fn boundary(&mut self, b: u64) -> Result<Action, CkptError> {
+        let me = self.comm.rank();
+        let mut act = Action::default();
+        if self.writer.killed.load(std::sync::atomic::Ordering::SeqCst) {
+            self.die(&format!("injected kill during a checkpoint write ({} {b})", self.id.unit));
+        }
+        for f in &self.faults.faults {
+            match *f {
+                Fault::Kill { rank, at, when: KillWhen::Boundary } if rank == me && at == b => {
+                    self.die(&format!("injected kill at {} {b}", self.id.unit));
+                }
+                Fault::Bitflip { rank, at } if rank == me && at == b => act.bitflip = true,
+                _ => {}
+            }
+        }
+        act.checkpoint = match self.opts.interval {
+            None => false,
+            Some(Interval::Every(n)) => b % n == 0,
+            Some(_) => {
+                if self.next_due.is_none() {
+                    self.estimate(b)?;
+                }
+                self.next_due.is_some_and(|d| b >= d)
+            }
+        };
+        Ok(act)
+    }
+
+    fn die(&mut self, why: &str) -> ! {
+        if self.faults.mpi {
+            tracing::error!("rank {}: {why}: SIGKILL", self.comm.rank());
+            crate::inject::sigkill_self();
+        }
+        self.writer.abandon();
+        panic!("{why}");
+    }
+
+    /// Chooses the next checkpoint boundary from the measured time per
+    /// boundary and checkpoint cost (maxima over ranks, so every rank
+    /// agrees). Collective.
+    fn estimate(&mut self, b: u64) -> Result<(), CkptError> {
+        let (b0, t0) = self.mark;
+        let elapsed = t0.elapsed().as_secs_f64();
+        let local = [elapsed, self.delta.unwrap_or(0.0)];
+        let max = self.comm.all_reduce(&local, ReduceOp::Max)?;
+        let per = max[0] / (b.saturating_sub(b0)).max(1) as f64;
+        let tau = match self.opts.interval {
+            Some(Interval::Seconds(s)) => s,
+            Some(Interval::Auto { mtbf }) => {
+                // Before the first checkpoint its cost is unknown: one
+                // boundary's time stands in, and is replaced once measured.
+                let delta = if self.delta.is_some() { max[1] } else { per };
+                let t = daly(delta.max(1e-6), mtbf);
+                self.stats.tau_s.push(t);
+                t
+            }
+            _ => return Ok(()),
+        };
+        let steps = (tau / per.max(1e-9)).round().clamp(1.0, 1e15) as u64;
+        self.next_due = Some(b + steps);
+        self.mark = (b, Instant::now());
+        Ok(())
+    }
+
+    /// Takes a checkpoint of this rank's `state` at boundary `b`
+    /// (collective). `meta` is what a restart needs to know about the piece
+    /// before reading it (a block's extent); `partition` describes the
+    /// partition (rank 0's is recorded).
+    pub fn save<S: Serialize>(
+        &mut self,
+        b: u64,
+        position: Value,
+        meta: Value,
+        partition: Value,
+        state: &S,
+    ) -> Result<(), CkptError> {
+        let t0 = Instant::now();
+        let _io = self.comm.clock().enter(Phase::Io);
+        let (me, p) = (self.comm.rank(), self.comm.size());
+        let raw = postcard::to_allocvec(state).map_err(|e| CkptError::Io(format!("serialising the state: {e}")))?;
+        // JSON travels as text: postcard cannot carry a self-describing value.
+        let piece = (raw.len() as u64, format::hex(format::checksum(&raw)), meta.to_string());
+        let seq = self.seq;
+        let shared = self.opts.shared_every > 0 && self.taken % self.opts.shared_every == 0;
+        let partner = self.opts.partner && p > 1;
+        // The partner copy travels now, from the snapshot.
+        let mut items = Vec::new();
+        if partner {
+            let send = self.comm.isend((me + 1) % p, PARTNER_TAG, raw.clone())?;
+            let from = (me + p - 1) % p;
+            let got = self.comm.recv::<u8>(Source::Rank(from), TagMatch::Tag(PARTNER_TAG))?;
+            parsim_comm::Request::wait(send)?;
+            let path = data_path(&self.opts.dir, Level::Partner, seq, from, p);
+            items.push(Item { seq, rank: from, raw: got.data, paths: vec![(Level::Partner, path)] });
+        }
+        let mut paths = vec![(Level::Own, data_path(&self.opts.dir, Level::Own, seq, me, p))];
+        if shared {
+            paths.push((Level::Shared, data_path(&self.opts.dir, Level::Shared, seq, me, p)));
+        }
+        items.insert(0, Item { seq, rank: me, raw, paths });
+        let pieces = self.comm.gather_value(0, &piece)?;
+        let manifest = match pieces {
+            Some(pieces) => {
+                let pieces = pieces
+                    .into_iter()
+                    .enumerate()
+                    .map(|(rank, (bytes, xxh3, meta))| Piece {
+                        rank,
+                        bytes,
+                        xxh3,
+                        meta: serde_json::from_str(&meta).unwrap_or(Value::Null),
+                    })
+                    .collect();
+                let m = Manifest {
+                    format: FORMAT_VERSION,
+                    engine: self.id.engine.clone(),
+                    unit: self.id.unit.clone(),
+                    fingerprint: self.id.fingerprint.clone(),
+                    seed: self.id.seed,
+                    seq,
+                    boundary: b,
+                    position,
+                    ranks: p,
+                    partner,
+                    shared,
+                    partition,
+                    pieces,
+                };
+                let text = serde_json::to_vec_pretty(&m).map_err(|e| CkptError::Io(e.to_string()))?;
+                Some((manifest_path(&self.opts.dir, seq), text))
+            }
+            None => None,
+        };
+        let dir = &self.opts.dir;
+        let keep = self.opts.keep;
+        let own_dir = dir.join(format!("rank-{me:04}"));
+        let mut prune = vec![(own_dir.clone(), Level::Own, keep.own)];
+        if partner {
+            prune.push((own_dir, Level::Partner, keep.partner));
+        }
+        if shared && me == 0 {
+            prune.push((dir.join("shared"), Level::Shared, keep.shared));
+        }
+        // Manifests outlive their newest files at any level.
+        let keep_manifests = keep.own.max(keep.partner).max(keep.shared * self.opts.shared_every.max(1) as usize);
+        let prune_manifests = (me == 0).then(|| (dir.clone(), keep_manifests));
+        let job = Job { boundary: b, items, manifest, prune, prune_manifests };
+        self.writer.submit(job, &self.faults);
+        let stall = t0.elapsed().as_secs_f64();
+        self.stats.snapshot_s += stall;
+        self.stats.checkpoints += 1;
+        self.stats.at.push(b);
+        self.seq += 1;
+        self.taken += 1;
+        self.delta = Some(stall);
+        if matches!(self.opts.interval, Some(Interval::Seconds(_) | Interval::Auto { .. })) {
+            drop(_io);
+            self.estimate(b)?;
+        }
+        Ok(())
+    }
+
+    /// Waits for the background writes and returns what checkpointing cost.
+    pub fn finish(mut self) -> Stats {
+        self.writer.flush();
+        let w = self.writer.stats.lock().expect("stats").clone();
+        let mut s = std::mem::take(&mut self.stats);
+        s.write_s = w.write_s;
+        s.compress_s = w.compress_s;
+        s.raw_bytes = w.raw_bytes;
+        s.file_bytes = w.file_bytes;
+        s.files = w.files;
+        s.failures = w.failures;
+        s
+    }
+
+    /// The stats as JSON, with the interval settings.
+    pub fn stats_json(stats: &Stats, opts: &Options) -> Value {
+        let mut v = serde_json::to_value(stats).unwrap_or(Value::Null);
+        v["dir"] = json!(opts.dir.display().to_string());
+        v["interval"] = json!(match opts.interval {
+            None => "none".to_string(),
+            Some(Interval::Every(n)) => format!("every {n}"),
+            Some(Interval::Seconds(s)) => format!("every {s} s"),
+            Some(Interval::Auto { mtbf }) => format!("auto (Daly, MTBF {mtbf} s)"),
+        });
+        v["asynchronous"] = json!(opts.asynchronous);
+        v
+    }
+}
+
+impl<C: Comm> Drop for Checkpointer<'_, C> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.writer.abandon();
+        } else {
+            self.writer.flush();
+        }
+    }
+}
