@@ -251,6 +251,62 @@ where
     T: Cell,
     S: Stencil<T>,
 {
+    run_resilient(comm, spec, stencil, init, on_step, None, Guard::default())
+}
+
+/// Checks against silent corruption of a grid run.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Guard {
+    /// The stencil conserves the total (heat with periodic boundaries):
+    /// check it at every reduction and before every checkpoint, relative
+    /// tolerance 1e-9.
+    pub conserved: bool,
+}
+
+/// [`run_with_field`] with checkpoints: `ck` decides at every step whether
+/// to checkpoint (and fires injected faults); when it holds a checkpoint to
+/// restart from, the run resumes there, on any process grid. With
+/// `guard.conserved`, a total that drifts (a flipped bit) ends the run with
+/// [`GridError::Invariant`] before the bad state reaches a checkpoint.
+///
+/// ```
+/// use parsim_ckpt::{Checkpointer, Identity, Interval, Options};
+/// use parsim_grid::{run_resilient, GridSpec, Guard, Heat5};
+///
+/// let dir = std::env::temp_dir().join(format!("parsim-grid-ckpt-doc-{}", std::process::id()));
+/// let spec = GridSpec::new(vec![32, 32], 40);
+/// let hot = |g: [usize; 3]| if g[1] == 16 && g[2] == 16 { 1.0 } else { 0.0 };
+/// let id = Identity::new("grid", "step", "doc", 0);
+/// let run = |ranks: usize, restart: bool| {
+///     parsim_comm::launch(ranks, |c| {
+///         let mut o = Options::new(&dir, Some(Interval::Every(10)));
+///         o.restart = restart.then(|| dir.clone());
+///         let mut ck = Checkpointer::new(&c, o, id.clone()).map_err(|e| parsim_grid::GridError::Checkpoint(e.to_string()))?;
+///         let guard = Guard { conserved: true };
+///         run_resilient(&c, &spec, &Heat5 { alpha: 0.2 }, &hot, &mut |_| {}, Some(&mut ck), guard).map(|r| r.0.digest)
+///     })
+/// };
+/// let first = run(2, false)?;          // checkpoints at steps 10, 20, 30
+/// let again = run(3, true)?;           // restarts at step 30 on 3 ranks
+/// assert_eq!(first[0], again[0]);
+/// # std::fs::remove_dir_all(&dir).ok();
+/// # Ok::<(), parsim_comm::CommError>(())
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn run_resilient<C, T, S>(
+    comm: &C,
+    spec: &GridSpec,
+    stencil: &S,
+    init: &(dyn Fn([usize; 3]) -> T + Sync),
+    on_step: &mut dyn FnMut(u64),
+    mut ck: Option<&mut parsim_ckpt::Checkpointer<'_, C>>,
+    guard: Guard,
+) -> Result<(GridReport, Field<T>), GridError>
+where
+    C: Comm,
+    T: Cell,
+    S: Stencil<T>,
+{
     let r = stencil.radius();
     let d = spec.decompose(comm.size(), r)?;
     let k = spec.deep_halo;
@@ -258,7 +314,19 @@ where
     let rank = comm.rank();
     let bounds = spec.boundaries()?;
     let mut cur = Field::<T>::new(&d, rank, h);
-    cur.fill_owned(init);
+    let mut reductions = Vec::new();
+    let mut first = 0;
+    let mut total0 = None;
+    match ck.as_mut().and_then(|c| c.take_restart()) {
+        Some(mut r) => {
+            let got = crate::resilience::load(&mut r, &mut cur)?;
+            (first, reductions, total0) = (got.step, got.reductions, got.total0);
+        }
+        None => cur.fill_owned(init),
+    }
+    if guard.conserved && total0.is_none() {
+        total0 = Some(total_of(comm, &cur)?);
+    }
     let mut next = cur.clone();
     // A deep halo is recomputed as a box, so it needs corners even for star stencils.
     let reach = if k > 1 { Reach::Box } else { stencil.reach() };
@@ -306,17 +374,20 @@ where
         }
         interior.hi[a] = interior.hi[a].max(interior.lo[a]);
     }
-    let mut reductions = Vec::new();
     let mut files = Vec::new();
     let clock = comm.clock();
     let mut origin = [0i64; 3];
     for a in 0..3 {
         origin[a] = cur.block.start[a] as i64 - cur.halo[a] as i64;
     }
-    for step in 0..spec.steps {
+    for step in first..spec.steps {
         let place = Place { origin, shape: d.shape(), step };
         let j = step as usize % k;
         let region = grow((k - 1 - j) * r).intersect(&domain);
+        // A restart between two deep-halo exchanges refills the whole halo
+        // first: the neighbours' cells at this step are exactly what the
+        // redundant computation would have produced.
+        let refill = step == first && first > 0 && j != 0;
         if j == 0 && spec.overlap {
             let pending = clock.in_phase(Phase::Comm, || plan.start(comm, &mut cur))?;
             let inner = interior.intersect(&region);
@@ -327,7 +398,7 @@ where
                 kernel.compute(&cur, &mut next.data, &part, &place);
             }
         } else {
-            if j == 0 {
+            if j == 0 || refill {
                 clock.in_phase(Phase::Comm, || plan.exchange(comm, &mut cur))?;
             }
             plan.apply_boundary(&mut cur);
@@ -345,6 +416,25 @@ where
             }
         }
         on_step(done);
+        if let Some(ck) = ck.as_mut() {
+            let act = ck.boundary(done).map_err(|e| GridError::Checkpoint(e.to_string()))?;
+            if act.bitflip {
+                crate::resilience::bitflip(&mut cur);
+            }
+            let reduced = reductions.last().is_some_and(|r: &Reduction| r.step == done);
+            if let Some(t0) = total0.filter(|_| reduced || act.checkpoint) {
+                let total = if reduced { reductions.last().map_or(0.0, |r| r.total) } else { total_of(comm, &cur)? };
+                if (total - t0).abs() > 1e-9 * t0.abs().max(1.0) {
+                    return Err(GridError::Invariant(format!(
+                        "the total was {t0} at the start and is {total} after step {done} (heat is conserved \
+                         with periodic boundaries): a silent error; the run rolls back to its last checkpoint"
+                    )));
+                }
+            }
+            if act.checkpoint && done < spec.steps {
+                crate::resilience::save(ck, &cur, done, &reductions, total0, d.process_grid())?;
+            }
+        }
     }
     if spec.png {
         if let Some(dir) = &spec.output_dir {
@@ -355,6 +445,12 @@ where
     let digest = digest(comm, &d, &cur, spec.steps)?;
     let loads = if rank == 0 { plan_loads::<T>(spec, d.ranks(), r, stencil.reach())?.1 } else { Vec::new() };
     Ok((GridReport { digest, reductions, decomposition: d, loads, files }, cur))
+}
+
+fn total_of<C: Comm, T: Cell>(comm: &C, f: &Field<T>) -> Result<f64, GridError> {
+    let mut total = ExactSum::new();
+    f.for_owned(|_, v| total.add(v.to_f64()));
+    Ok(comm.all_reduce_exact(&total)?.value())
 }
 
 fn reduce<C: Comm, T: Cell>(comm: &C, old: &Field<T>, new: &Field<T>, step: u64) -> Result<Reduction, GridError> {

@@ -43,13 +43,14 @@ mod halo;
 mod output;
 pub mod patterns;
 mod region;
+mod resilience;
 mod stencil;
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
 mod stream_store;
 
 pub use decomp::{Block, DecompKind, Decomposition, RankLoad};
-pub use engine::{plan_loads, run, run_with_field, GridReport, GridSpec, Reduction};
+pub use engine::{plan_loads, run, run_resilient, run_with_field, GridReport, GridSpec, Guard, Reduction};
 pub use field::{Cell, Field};
 pub use halo::{Boundary, HaloPlan, Reach};
 pub use output::{gather_slice, viridis, write_png, write_vtk, Slice};
@@ -66,6 +67,13 @@ pub enum GridError {
     /// Communication failed.
     #[error(transparent)]
     Comm(#[from] parsim_comm::CommError),
+    /// A checkpoint could not be written or restored.
+    #[error("{0}")]
+    Checkpoint(String),
+    /// The state broke an invariant (a silent error): the run must roll
+    /// back to its last checkpoint.
+    #[error("invariant violated: {0}")]
+    Invariant(String),
     /// Writing output failed.
     #[error("cannot write {path}: {msg}")]
     Io {

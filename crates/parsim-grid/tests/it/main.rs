@@ -6,4 +6,5 @@ mod digests;
 mod heat;
 mod life;
 mod reference;
+mod resilience;
 mod support;
