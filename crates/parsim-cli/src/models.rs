@@ -75,7 +75,10 @@ impl Model for Grid {
         p.describe(ranks).unwrap_or_else(|e| format!("grid: {e}\n"))
     }
     fn run<C: Comm>(&self, p: &Self::Params, rank: &mut Rank<'_, C>) -> Result<Outcome, BoxError> {
-        Ok(grid::run(rank.comm(), p, &RunContext::of(rank), rank.out_dir())?.into())
+        let mut ck = rank.checkpointer("grid", "step")?;
+        let out = grid::run(rank.comm(), p, &RunContext::of(rank), rank.out_dir(), ck.as_mut())?;
+        rank.checkpoints_done(ck);
+        Ok(out.into())
     }
 }
 

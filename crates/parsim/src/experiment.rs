@@ -149,6 +149,7 @@ impl<M: Model> Experiment<M> {
         let mut plan = run::plan(self, &mut sc, a.out.clone(), a.trace.clone(), a.ranks.is_some())?;
         plan.verify = a.verify;
         plan.progress = self.progress && !crate::logging::is_quiet();
+        plan.resilience = a.checkpoint.resolve(&plan.out, &plan.resolved, plan.backend == Backend::Mpi)?;
         if a.dry_run {
             print!("{}", self.model.describe(&plan.params, plan.ranks));
             return Ok(None);
@@ -317,6 +318,9 @@ pub struct RunArgs {
     /// Print the model's analytic predictions beside the simulated values.
     #[arg(long)]
     pub verify: bool,
+    /// Checkpoints, restarts, supervision and fault injection.
+    #[command(flatten)]
+    pub checkpoint: crate::resilience::CheckpointArgs,
 }
 
 /// The flags of `sweep`. (Their docs are the `--help` text, where

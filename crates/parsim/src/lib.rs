@@ -85,6 +85,7 @@ mod model;
 mod params;
 pub mod plot;
 mod progress;
+pub mod resilience;
 mod run;
 mod scenario;
 mod stencil_model;
@@ -100,6 +101,8 @@ pub use sweep::kill_self;
 
 /// Epidemics on contact networks ([`parsim_abm`]).
 pub use parsim_abm as abm;
+/// Checkpoint/restart, Young/Daly intervals, fault injection ([`parsim_ckpt`]).
+pub use parsim_ckpt as ckpt;
 /// Ranks, messages, collectives; the threads and MPI backends ([`parsim_comm`]).
 pub use parsim_comm as comm;
 /// Random streams, exact sums, digests, the phase clock ([`parsim_core`]).

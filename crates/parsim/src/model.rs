@@ -187,6 +187,9 @@ pub struct Rank<'a, C: Comm> {
     outputs: bool,
     progress: bool,
     pub(crate) whereabouts: Arc<Whereabouts>,
+    pub(crate) resilience: Option<&'a crate::resilience::Resilience>,
+    /// What the checkpointer reported (JSON text), for the summary.
+    pub(crate) ckpt_report: Mutex<Value>,
 }
 
 impl<'a, C: Comm> Rank<'a, C> {
@@ -200,7 +203,59 @@ impl<'a, C: Comm> Rank<'a, C> {
         outputs: bool,
         progress: bool,
     ) -> Self {
-        Rank { comm, seed, out, threads_per_rank, verify, outputs, progress, whereabouts: Arc::default() }
+        Rank {
+            comm,
+            seed,
+            out,
+            threads_per_rank,
+            verify,
+            outputs,
+            progress,
+            whereabouts: Arc::default(),
+            resilience: None,
+            ckpt_report: Mutex::new(Value::Null),
+        }
+    }
+
+    /// The checkpointer of this run (`--checkpoint-every`, `--restart`,
+    /// `--inject` …), for an engine whose boundaries are called `unit`
+    /// (`step`, `day`, `gvt`); `None` when no such flag was given. Pass it
+    /// to the engine, then hand it back to [`checkpoints_done`](Self::checkpoints_done).
+    /// When the run restarts, rank 0 says from where (and what it skipped).
+    pub fn checkpointer(&self, engine: &str, unit: &str) -> Result<Option<parsim_ckpt::Checkpointer<'a, C>>, BoxError> {
+        let Some(r) = self.resilience else { return Ok(None) };
+        let id = parsim_ckpt::Identity::new(engine, unit, &r.fingerprint, self.seed);
+        let ck = parsim_ckpt::Checkpointer::new(self.comm, r.options.clone(), id)?;
+        if let Some(rs) = ck.restarting() {
+            if self.is_root() {
+                for n in &rs.notes {
+                    tracing::warn!("{n}");
+                }
+                tracing::info!("{}", rs.describe());
+            }
+            if let Ok(mut rep) = self.ckpt_report.lock() {
+                rep["restart"] = serde_json::json!({
+                    "seq": rs.manifest.seq,
+                    "boundary": rs.manifest.boundary,
+                    "unit": rs.manifest.unit,
+                    "ranks": rs.manifest.ranks,
+                    "sources": rs.sources.iter().map(|l| l.number()).collect::<Vec<_>>(),
+                    "notes": rs.notes,
+                    "message": rs.describe(),
+                });
+            }
+        }
+        Ok(Some(ck))
+    }
+
+    /// Waits for the checkpointer's background writes and records what
+    /// checkpointing cost (the summary's `checkpoint` section).
+    pub fn checkpoints_done(&self, ck: Option<parsim_ckpt::Checkpointer<'a, C>>) {
+        let (Some(ck), Some(r)) = (ck, self.resilience) else { return };
+        let stats = ck.finish();
+        if let Ok(mut rep) = self.ckpt_report.lock() {
+            rep["stats"] = parsim_ckpt::Checkpointer::<C>::stats_json(&stats, &r.options);
+        }
     }
 
     /// This rank's communicator (rank number, size, messages, collectives).

@@ -109,6 +109,8 @@ pub struct RunPlan<P> {
     pub overrides: Vec<String>,
     /// The parameters as JSON (models read with serde).
     pub params_json: Option<Value>,
+    /// Checkpoints, restarts and injected faults (`--checkpoint-every` …).
+    pub resilience: Option<crate::resilience::Resilience>,
 }
 
 /// Builds the plan of `exp`'s model from a scenario.
@@ -152,6 +154,7 @@ pub(crate) fn plan<M: Model>(
         resolved,
         overrides: sc.overrides(),
         params_json,
+        resilience: None,
     })
 }
 
@@ -173,6 +176,8 @@ pub fn toml_to_json(v: &toml::Value) -> Value {
 struct RankEnd {
     report: PhaseReport,
     trace: Trace,
+    /// The checkpointer's report (JSON text), if there was one.
+    ckpt: Option<String>,
 }
 
 /// The result of one run, as rank 0 sees it.
@@ -214,18 +219,25 @@ fn run_rank<C: Comm, M: Model>(
     exp: &Experiment<M>,
     plan: &RunPlan<M::Params>,
     prepare_s: f64,
+    relaunches: &[String],
 ) -> Result<Option<Finished>, String> {
     comm.barrier().map_err(|e| e.to_string())?;
     let t0 = Instant::now();
     let mut rank = Rank::new(&comm, plan.seed, &plan.out, plan.threads_per_rank, plan.verify, true, plan.progress);
+    rank.resilience = plan.resilience.as_ref();
     let out = run_model(exp.model(), &plan.params, &mut rank)?;
     comm.barrier().map_err(|e| e.to_string())?;
     let wall_s = t0.elapsed().as_secs_f64();
-    let end = RankEnd { report: comm.clock().report(), trace: comm.clock().trace(comm.world_rank()) };
+    let ckpt = rank.ckpt_report.lock().ok().filter(|r| !r.is_null()).map(|r| r.to_string());
+    let end = RankEnd { report: comm.clock().report(), trace: comm.clock().trace(comm.world_rank()), ckpt };
     let all = comm.gather_value(0, &end).map_err(|e| e.to_string())?;
     let Some(all) = all else { return Ok(None) };
     let mut summary = summary_json(exp.model().name(), plan, comm.backend(), comm.size(), wall_s, &all, &out);
     summary["prepare_s"] = json!(prepare_s);
+    let reports: Vec<Option<String>> = all.iter().map(|e| e.ckpt.clone()).collect();
+    if let Some(c) = crate::resilience::summary(&reports, relaunches) {
+        summary["checkpoint"] = c;
+    }
     let _io = comm.clock().enter(parsim_core::Phase::Io);
     let fail = |e: Error| e.to_string();
     std::fs::create_dir_all(&plan.out).map_err(|e| format!("creating output directory {}: {e}", plan.out.display()))?;
@@ -312,14 +324,45 @@ pub(crate) fn execute<M: Model>(exp: &Experiment<M>, plan: &RunPlan<M::Params>) 
         .map_err(|e| Error::Run(format!("model {}: {e}", exp.model().name())))?;
     let prepare_s = t0.elapsed().as_secs_f64();
     match plan.backend {
-        Backend::Threads => {
-            let mut results = parsim_comm::Launcher::new(plan.ranks)
-                .trace(plan.trace.is_some())
-                .run(|comm| run_rank(comm, exp, plan, prepare_s))
-                .map_err(|e| Error::Run(e.to_string()))?;
-            Ok(results.swap_remove(0))
-        }
+        Backend::Threads => execute_threads(exp, plan, prepare_s),
         Backend::Mpi => execute_mpi(exp, plan, prepare_s),
+    }
+}
+
+/// The threads backend, relaunching in-process after a failure up to
+/// `--auto-restart` times, each time from the newest checkpoint.
+fn execute_threads<M: Model>(
+    exp: &Experiment<M>,
+    plan: &RunPlan<M::Params>,
+    prepare_s: f64,
+) -> Result<Option<Finished>, Error> {
+    let mut plan = plan.clone();
+    let mut relaunches = Vec::new();
+    loop {
+        let result = parsim_comm::Launcher::new(plan.ranks)
+            .trace(plan.trace.is_some())
+            .run(|comm| run_rank(comm, exp, &plan, prepare_s, &relaunches));
+        let e = match result {
+            Ok(mut results) => return Ok(results.swap_remove(0)),
+            Err(e) => e.to_string(),
+        };
+        if e.contains("no usable checkpoint in") {
+            return Err(InputError::flag("--restart", e).into());
+        }
+        let Some(r) = plan.resilience.as_mut().filter(|r| r.auto_restart > 0) else {
+            return Err(Error::Run(e));
+        };
+        r.auto_restart -= 1;
+        r.options.attempt += 1;
+        let dir = r.options.dir.clone();
+        r.options.restart = Some(dir.clone());
+        r.options.restart_may_be_empty = true;
+        tracing::warn!(
+            "{e}\n  relaunching from the newest checkpoint in {} ({} relaunch(es) left)",
+            dir.display(),
+            r.auto_restart
+        );
+        relaunches.push(e);
     }
 }
 
@@ -344,7 +387,7 @@ fn execute_mpi<M: Model>(
                 plan.ranks
             );
         }
-        run_rank(comm, exp, plan, prepare_s)
+        run_rank(comm, exp, plan, prepare_s, &[])
     });
     out.map_err(|e| Error::Run(e.to_string()))
 }

@@ -117,7 +117,12 @@ impl<S: StencilModel> Model for Stencil<S> {
         let stencil = CellFn::new(m.radius(), m.reach(), |n: &Neighbourhood<'_, S::Cell>| m.update(p, n));
         let init = |g: [usize; 3]| m.init(p, g);
         let mut bar = rank.progress("steps", spec.steps);
-        let (report, field) = parsim_grid::run_with_field(rank.comm(), &spec, &stencil, &init, &mut |s| bar.set(s))?;
+        // Checkpoints, restart and injected faults come with it (`--checkpoint-every` …).
+        let mut ck = rank.checkpointer(m.name(), "step")?;
+        let guard = parsim_grid::Guard::default();
+        let (report, field) =
+            parsim_grid::run_resilient(rank.comm(), &spec, &stencil, &init, &mut |s| bar.set(s), ck.as_mut(), guard)?;
+        rank.checkpoints_done(ck);
         bar.finish();
         let last = report.reductions.last().copied();
         let mut out = Outcome::new()

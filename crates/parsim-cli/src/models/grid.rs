@@ -277,6 +277,10 @@ fn heat_init<T: Cell>(init: Init, seed: u64, shape: [usize; 3]) -> impl Fn([usiz
     }
 }
 
+/// The checkpointer a grid run uses, if any.
+pub type Ck<'a, 'c, C> = Option<&'a mut parsim::ckpt::Checkpointer<'c, C>>;
+
+#[allow(clippy::too_many_arguments)]
 fn go<C: Comm, T: Cell, S: Stencil<T>>(
     comm: &C,
     cfg: &GridConfig,
@@ -284,6 +288,7 @@ fn go<C: Comm, T: Cell, S: Stencil<T>>(
     out: &Path,
     stencil: &S,
     init: &(dyn Fn([usize; 3]) -> T + Sync),
+    ck: Ck<'_, '_, C>,
 ) -> Result<ModelOutput, parsim_grid::GridError> {
     let mut spec = cfg.spec.clone();
     spec.output_dir = Some(out.to_path_buf());
@@ -296,7 +301,12 @@ fn go<C: Comm, T: Cell, S: Stencil<T>>(
     // The picture is drawn here, with a labelled colour bar, not by the engine.
     let png = std::mem::replace(&mut spec.png, false) && ctx.outputs;
     let t0 = Instant::now();
-    let (mut report, field) = parsim_grid::run_with_field(comm, &spec, stencil, init, &mut |s| progress.set(s))?;
+    // Heat with periodic boundaries on every axis conserves the total:
+    // checked before every checkpoint, so a silent error is never saved.
+    let periodic = spec.boundaries()?.iter().all(|b| *b == Boundary::Periodic);
+    let guard = parsim_grid::Guard { conserved: periodic && cfg.stencil != StencilKind::Life };
+    let (mut report, field) =
+        parsim_grid::run_resilient(comm, &spec, stencil, init, &mut |s| progress.set(s), ck, guard)?;
     let secs = t0.elapsed().as_secs_f64();
     progress.finish();
     if png {
@@ -350,11 +360,12 @@ pub fn run<C: Comm>(
     cfg: &GridConfig,
     ctx: &RunContext,
     out: &Path,
+    ck: Ck<'_, '_, C>,
 ) -> Result<ModelOutput, parsim_grid::GridError> {
     let (a, seed, shape) = (cfg.alpha, ctx.seed, cfg.spec.decompose(comm.size(), 1)?.shape());
     macro_rules! heat {
         ($t:ty, $s:expr) => {
-            go::<C, $t, _>(comm, cfg, ctx, out, &$s, &heat_init::<$t>(cfg.init, seed, shape))
+            go::<C, $t, _>(comm, cfg, ctx, out, &$s, &heat_init::<$t>(cfg.init, seed, shape), ck)
         };
     }
     let heat3 = |a: f64| {
@@ -368,7 +379,7 @@ pub fn run<C: Comm>(
         })
     };
     match (cfg.stencil, cfg.single) {
-        (StencilKind::Life, _) => go::<C, u8, _>(comm, cfg, ctx, out, &Life, &life_init(cfg.init, seed)),
+        (StencilKind::Life, _) => go::<C, u8, _>(comm, cfg, ctx, out, &Life, &life_init(cfg.init, seed), ck),
         (StencilKind::Heat3, false) => heat!(f64, heat3(a)),
         (StencilKind::Heat3, true) => heat!(f32, heat3_f32(a as f32)),
         (StencilKind::Heat5, false) => heat!(f64, Heat5 { alpha: a }),
