@@ -39,6 +39,9 @@ pub enum AbmError {
     /// The communicator failed.
     #[error(transparent)]
     Comm(#[from] CommError),
+    /// The state broke an invariant (a silent error).
+    #[error("invariant violated: {0}")]
+    Invariant(String),
 }
 
 impl AbmError {

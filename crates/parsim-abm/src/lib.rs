@@ -51,6 +51,7 @@ mod config;
 mod error;
 pub mod population;
 pub mod report;
+mod resume;
 pub mod seir;
 pub mod theory;
 

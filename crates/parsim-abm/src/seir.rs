@@ -329,13 +329,51 @@ impl<'a> Layout<'a> {
     }
 }
 
+/// This rank's counts recounted from its agents' states at the end of
+/// `day` (an isolated case is infectious and isolated on or before it).
+fn recount(st: &[u8], iso_day: &[u32], day: u32) -> DayCounts {
+    let mut c = DayCounts::default();
+    for (i, &s) in st.iter().enumerate() {
+        match s {
+            S => c.s += 1,
+            E => c.e += 1,
+            I => {
+                c.i += 1;
+                if iso_day.get(i).is_some_and(|&d| d <= day) {
+                    c.isolated += 1;
+                }
+            }
+            R => c.r += 1,
+            _ => c.v += 1,
+        }
+    }
+    c
+}
+
 /// [`run`] on a prepared [`Layout`].
 pub fn run_on<C: Comm>(
     comm: &C,
     pop: &Population,
     layout: &Layout<'_>,
     cfg: &SeirConfig,
+    progress: Option<Progress<'_>>,
+) -> Result<SeirResult> {
+    run_resilient(comm, pop, layout, cfg, progress, None)
+}
+
+/// [`run_on`] with checkpoints at day boundaries (`ck` decides when, and
+/// fires injected faults). When `ck` holds a checkpoint to restart from,
+/// the run resumes at its day on this partition, whatever partition wrote
+/// it. Before every checkpoint the counts are recounted from the agents'
+/// states: a mismatch (a silently corrupted state) ends the run with an
+/// error instead of being saved. The agent total is checked every day.
+pub fn run_resilient<C: Comm>(
+    comm: &C,
+    pop: &Population,
+    layout: &Layout<'_>,
+    cfg: &SeirConfig,
     mut progress: Option<Progress<'_>>,
+    mut ck: Option<&mut parsim_ckpt::Checkpointer<'_, C>>,
 ) -> Result<SeirResult> {
     let g = layout.g;
     cfg.check(pop.layers.len())?;
@@ -413,7 +451,41 @@ pub fn run_on<C: Comm>(
     } else {
         None
     };
-    for day in 0..cfg.days {
+    let mut first = 0;
+    if let Some(mut r) = ck.as_mut().and_then(|c| c.take_restart()) {
+        let got = crate::resume::load(&mut r, g, comm.rank())?;
+        first = got.days;
+        curve = got.curve;
+        for (l, s, inf, isod) in got.owned {
+            st[l] = s;
+            inf_day[l] = inf;
+            if iso.is_some() {
+                iso_day[l] = isod;
+            }
+        }
+        for gid in got.gone {
+            gone[(gid >> 6) as usize] |= 1 << (gid & 63);
+        }
+        left_s = got.unannounced.into_iter().filter(|&l| boundary(l)).map(|l| l as u32).collect();
+        for (t, l) in got.onset {
+            onset_at[t as usize].push(l as u32);
+        }
+        for (t, l) in got.iso {
+            iso_at[t as usize].push(l as u32);
+        }
+        for (t, l) in got.exit {
+            exit_at[t as usize].push(l as u32);
+        }
+        for (t, l) in got.attempts {
+            attempts[t as usize].push(l as u32);
+        }
+        counts = recount(&st, &iso_day, first.saturating_sub(1));
+        (draws, changes_sent) = (got.draws, got.changes_sent);
+        while vacc_at < vacc.len() && vacc[vacc_at].0 < first {
+            vacc_at += 1;
+        }
+    }
+    for day in first..cfg.days {
         let compute = comm.clock().enter(Phase::Compute);
         sources.clear();
         counts.new = 0;
@@ -605,6 +677,52 @@ pub fn run_on<C: Comm>(
         curve.push(dc);
         if let Some(p) = progress.as_mut() {
             p(day + 1, cfg.days, &dc);
+        }
+        if dc.s + dc.e + dc.i + dc.r + dc.v != g.global_vertices() as u64 {
+            return Err(AbmError::Invariant(format!(
+                "day {}: S+E+I+R+V = {} but the population has {} agents",
+                day + 1,
+                dc.s + dc.e + dc.i + dc.r + dc.v,
+                g.global_vertices()
+            )));
+        }
+        if let Some(ck) = ck.as_mut() {
+            let done = day + 1;
+            let act = ck.boundary(u64::from(done)).map_err(crate::resume::err)?;
+            if act.bitflip && n_own > 0 {
+                // An injected silent error: one agent's state changes
+                // without its counts (detected at the next checkpoint).
+                let a = (0..n_own).find(|&i| st[i] == S).unwrap_or(0);
+                st[a] = if st[a] == S { R } else { S };
+            }
+            if act.checkpoint && done < cfg.days {
+                let mut counted = recount(&st, &iso_day, day);
+                counted.new = counts.new;
+                if counted != counts {
+                    return Err(AbmError::Invariant(format!(
+                        "day {done}: the agents' states give {counted:?} but the run counted {counts:?}: a \
+                         silent error; the run rolls back to its last checkpoint"
+                    )));
+                }
+                let left: std::collections::HashSet<u32> = left_s.iter().copied().collect();
+                let piece = crate::resume::Piece {
+                    days: done,
+                    curve: curve.iter().map(|c| [c.s, c.e, c.i, c.r, c.v, c.new, c.isolated]).collect(),
+                    agents: (0..n_own)
+                        .map(|i| {
+                            let isod = if iso.is_some() { iso_day[i] } else { u32::MAX };
+                            (g.global(i), st[i], inf_day[i], isod, st[i] != S && !left.contains(&(i as u32)))
+                        })
+                        .collect(),
+                    onset: crate::resume::schedule(&onset_at, done as usize, g),
+                    iso: crate::resume::schedule(&iso_at, done as usize, g),
+                    exit: crate::resume::schedule(&exit_at, done as usize, g),
+                    attempts: crate::resume::schedule(&attempts, done as usize, g),
+                    draws,
+                    changes_sent,
+                };
+                crate::resume::save(ck, &piece, g)?;
+            }
         }
     }
     let checks = draws;

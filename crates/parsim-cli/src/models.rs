@@ -117,7 +117,10 @@ impl Model for Epidemic {
         Ok(())
     }
     fn run<C: Comm>(&self, p: &Self::Params, rank: &mut Rank<'_, C>) -> Result<Outcome, BoxError> {
-        Ok(epidemic::run(rank.comm(), p, &RunContext::of(rank), rank.out_dir())?.into())
+        let mut ck = rank.checkpointer("epidemic", "day")?;
+        let out = epidemic::run(rank.comm(), p, &RunContext::of(rank), rank.out_dir(), ck.as_mut())?;
+        rank.checkpoints_done(ck);
+        Ok(out.into())
     }
 }
 

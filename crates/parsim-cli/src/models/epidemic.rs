@@ -423,6 +423,17 @@ pub struct Simulated {
 /// Builds (or shares) the population, partitions it, builds this rank's
 /// local graph and runs the epidemic.
 pub fn simulate<C: Comm>(comm: &C, setup: &AbmSetup, seed: u64, show_progress: bool) -> Result<Simulated> {
+    simulate_resilient(comm, setup, seed, show_progress, None)
+}
+
+/// [`simulate`] with checkpoints at day boundaries (and restart, faults).
+pub fn simulate_resilient<C: Comm>(
+    comm: &C,
+    setup: &AbmSetup,
+    seed: u64,
+    show_progress: bool,
+    ck: Option<&mut parsim::ckpt::Checkpointer<'_, C>>,
+) -> Result<Simulated> {
     let t0 = Instant::now();
     let pop = {
         let _s = comm.clock().enter(Phase::Serial);
@@ -460,8 +471,11 @@ pub fn simulate<C: Comm>(comm: &C, setup: &AbmSetup, seed: u64, show_progress: b
     let t3 = Instant::now();
     let mut bar = Progress::new("days", u64::from(cfg.days), !show_progress || comm.rank() != 0)
         .every(std::time::Duration::from_millis(500));
+    if let Some(r) = ck.as_ref().and_then(|c| c.restarting()) {
+        bar.set(r.manifest.boundary);
+    }
     let mut report = |d: u32, _days: u32, _c: &parsim_abm::DayCounts| bar.set(u64::from(d));
-    let result = seir::run_on(comm, &pop, &layout, &cfg, Some(&mut report));
+    let result = seir::run_resilient(comm, &pop, &layout, &cfg, Some(&mut report), ck);
     bar.finish();
     let result = result?;
     comm.barrier()?;
@@ -487,8 +501,14 @@ pub fn peak_rss() -> Option<u64> {
 }
 
 /// Runs the epidemic; rank 0 writes `curve.csv` and `epidemic.png` in `out`.
-pub fn run<C: Comm>(comm: &C, setup: &AbmSetup, ctx: &RunContext, out: &Path) -> Result<ModelOutput> {
-    let sim = simulate(comm, setup, ctx.seed, ctx.progress)?;
+pub fn run<C: Comm>(
+    comm: &C,
+    setup: &AbmSetup,
+    ctx: &RunContext,
+    out: &Path,
+    ck: Option<&mut parsim::ckpt::Checkpointer<'_, C>>,
+) -> Result<ModelOutput> {
+    let sim = simulate_resilient(comm, setup, ctx.seed, ctx.progress, ck)?;
     let quiet_theory = !ctx.outputs;
     let cfg = SeirConfig { seed: ctx.seed, ..setup.cfg.clone() };
     let res = &sim.result;
