@@ -91,7 +91,7 @@ pub fn parse_duration(s: &str) -> Result<f64, CkptError> {
 
 /// A duration for people: `116.69 min`, `9.14 min`, `2.50 s`, `3.1 h`.
 pub fn human(seconds: f64) -> String {
-    if seconds >= 7200.0 {
+    if seconds >= 10800.0 {
         format!("{:.2} h", seconds / 3600.0)
     } else if seconds >= 120.0 {
         format!("{:.2} min", seconds / 60.0)

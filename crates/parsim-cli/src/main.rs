@@ -91,6 +91,21 @@ enum Command {
     /// Run a scenario's [sweep]: replications and parameter points, with statistics per point.
     #[command(after_help = SWEEP_EXAMPLES)]
     Sweep(SweepArgs),
+    /// Relaunch a job after a failure (up to N times): each relaunched `parsim run` restarts from its newest checkpoint.
+    #[command(after_help = SUPERVISE_EXAMPLES)]
+    Supervise {
+        /// Relaunches at most.
+        #[arg(long, default_value_t = 3)]
+        restarts: u32,
+        /// The command (after --).
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
+    /// The seed's formulas as calculators.
+    Model {
+        #[command(subcommand)]
+        what: ModelWhat,
+    },
     /// Version, backends compiled in, cores, MPI library.
     #[command(after_help = "Example:\n  parsim info")]
     Info,
@@ -99,6 +114,25 @@ enum Command {
     Bench {
         #[command(subcommand)]
         what: BenchWhat,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum ModelWhat {
+    /// The optimal checkpoint interval (Young, Daly) and its expected overhead.
+    #[command(
+        after_help = "Examples:\n  parsim model checkpoint --delta 5m --mtbf 6h\n  parsim model checkpoint --delta 30s --mtbf 1h --restart 2m"
+    )]
+    Checkpoint {
+        /// The cost of one checkpoint (90, 30s, 5m, 1h).
+        #[arg(long)]
+        delta: String,
+        /// The mean time between interrupts.
+        #[arg(long)]
+        mtbf: String,
+        /// The cost of a restart (default: δ).
+        #[arg(long)]
+        restart: Option<String>,
     },
 }
 
@@ -226,6 +260,14 @@ const PARTITION_EXAMPLES: &str = "Examples:
   parsim partition scenarios/data/grid-64x64.graph 4 --method rcb --coords scenarios/data/grid-64x64.xyz
   parsim partition scenarios/data/small-world.txt 4 --method fennel --stream";
 
+const SUPERVISE_EXAMPLES: &str = "Examples:
+  parsim supervise --restarts 3 -- mpirun -n 2 target/release/parsim run scenarios/heat2d.toml --backend mpi --checkpoint-every 50
+  parsim supervise -- target/release/parsim run scenarios/epidemic.toml --checkpoint auto --mtbf 10m
+
+A launch that fails (a killed rank ends the whole MPI job) is relaunched with PARSIM_ATTEMPT set; the
+relaunched run restarts from the newest valid checkpoint in its --checkpoint-dir (default OUT/checkpoints).
+Exit code 2 (bad input) is not retried.";
+
 const BENCH_EXAMPLES: &str = "Examples:
   parsim bench stencil --quick
   parsim bench phold --reps 5
@@ -301,6 +343,10 @@ fn main() -> ExitCode {
             }
         }
         Command::Sweep(a) => cmd::sweep::run(&a),
+        Command::Supervise { restarts, command } => cmd::supervise::run(restarts, &command),
+        Command::Model { what: ModelWhat::Checkpoint { delta, mtbf, restart } } => {
+            cmd::model::checkpoint(&delta, &mtbf, restart.as_deref())
+        }
         Command::Info => {
             cmd::info::run();
             Ok(())
