@@ -6,6 +6,7 @@ mod epidemic;
 mod grid;
 mod partition;
 mod pinned;
+mod resilience;
 mod ring;
 mod support;
 mod sweep;
