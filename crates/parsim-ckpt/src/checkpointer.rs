@@ -117,6 +117,8 @@ pub struct Checkpointer<'c, C: Comm> {
     mark: (u64, Instant),
     /// The measured cost of one checkpoint (max over ranks), seconds.
     delta: Option<f64>,
+    /// Interval estimates from this rank's own measurements (no collective).
+    local: bool,
 }
 
 impl<'c, C: Comm> Checkpointer<'c, C> {
@@ -174,7 +176,15 @@ impl<'c, C: Comm> Checkpointer<'c, C> {
             next_due: None,
             mark: (start, Instant::now()),
             delta: None,
+            local: false,
         })
+    }
+
+    /// For engines whose ranks reach boundaries at different moments (Time
+    /// Warp's GVT rounds): [`boundary`](Self::boundary) never communicates,
+    /// and the engine acts on one rank's decision (rank 0's) for everyone.
+    pub fn decide_locally(&mut self) {
+        self.local = true;
     }
 
     /// The checkpoint to restart from, once (the engine loads it).
@@ -233,7 +243,7 @@ impl<'c, C: Comm> Checkpointer<'c, C> {
         let (b0, t0) = self.mark;
         let elapsed = t0.elapsed().as_secs_f64();
         let local = [elapsed, self.delta.unwrap_or(0.0)];
-        let max = self.comm.all_reduce(&local, ReduceOp::Max)?;
+        let max = if self.local { local.to_vec() } else { self.comm.all_reduce(&local, ReduceOp::Max)? };
         let per = max[0] / (b.saturating_sub(b0)).max(1) as f64;
         let tau = match self.opts.interval {
             Some(Interval::Seconds(s)) => s,

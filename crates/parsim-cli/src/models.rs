@@ -94,7 +94,10 @@ impl Model for Des {
         p.describe(ranks)
     }
     fn run<C: Comm>(&self, p: &Self::Params, rank: &mut Rank<'_, C>) -> Result<Outcome, BoxError> {
-        Ok(des::run(rank.comm(), p, &RunContext::of(rank))?.into())
+        let mut ck = rank.checkpointer(self.0, "gvt")?;
+        let out = des::run(rank.comm(), p, &RunContext::of(rank), ck.as_mut())?;
+        rank.checkpoints_done(ck);
+        Ok(out.into())
     }
 }
 

@@ -79,8 +79,34 @@ pub fn run_with_progress<C: Comm, M: Model>(
         }
         Engine::Conservative => engine::conservative::run(comm, model, cfg, &mut progress),
         Engine::Window => engine::window::run(comm, model, cfg, &mut progress),
-        Engine::Optimistic => engine::optimistic::run(comm, model, cfg, &mut progress),
+        Engine::Optimistic => engine::optimistic::run(comm, model, cfg, &mut progress, None),
     }
+}
+
+/// [`run_with_progress`] with checkpoints: the optimistic engine (Time
+/// Warp) checkpoints right after GVT rounds (`ck` counts GVT rounds, rank 0
+/// decides) and restarts from a checkpoint on any number of ranks. The
+/// other engines do not checkpoint yet and refuse a checkpointer.
+pub fn run_resilient<C: Comm, M: Model>(
+    comm: &C,
+    model: &M,
+    cfg: &DesConfig,
+    mut progress: ProgressFn<'_>,
+    ck: Option<&mut parsim_ckpt::Checkpointer<'_, C>>,
+) -> Result<Report<M::State>> {
+    let Some(ck) = ck else { return run_with_progress(comm, model, cfg, progress) };
+    check(model, cfg)?;
+    if cfg.engine != Engine::Optimistic {
+        return Err(DesError::Config(format!(
+            "checkpoints are taken by the optimistic engine (Time Warp, at GVT); the {} engine does not checkpoint \
+             yet: use des.engine = \"optimistic\"",
+            cfg.engine.name()
+        )));
+    }
+    if comm.rank() != 0 {
+        progress = None;
+    }
+    engine::optimistic::run(comm, model, cfg, &mut progress, Some(ck))
 }
 
 /// [`run`] with the sequential engine on a chosen pending-event set (for

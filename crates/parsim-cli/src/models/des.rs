@@ -157,17 +157,22 @@ fn queues(sc: &mut Scenario) -> Result<Queues, InputError> {
 }
 
 /// Runs the model on this rank.
-pub fn run<C: Comm>(comm: &C, setup: &DesSetup, ctx: &RunContext) -> Result<ModelOutput, parsim_des::DesError> {
+pub fn run<C: Comm>(
+    comm: &C,
+    setup: &DesSetup,
+    ctx: &RunContext,
+    ck: Option<&mut parsim::ckpt::Checkpointer<'_, C>>,
+) -> Result<ModelOutput, parsim_des::DesError> {
     let cfg = DesConfig { seed: ctx.seed, ..setup.cfg.clone() };
     match &setup.model {
         DesModel::Phold(p) => {
-            let r = run_model(comm, p, &cfg, ctx)?;
+            let r = run_model(comm, p, &cfg, ctx, ck)?;
             let mut metrics = stats_json(&r.total);
             metrics["expected_events"] = json!(p.expected_events());
             Ok(ModelOutput { digest: r.digest, metrics })
         }
         DesModel::Queues(q) => {
-            let r = run_model(comm, q, &cfg, ctx)?;
+            let r = run_model(comm, q, &cfg, ctx, ck)?;
             // Sum the servers in id order, so the figures do not depend on the rank count.
             let mine: Vec<(u32, QueueStats)> = r
                 .states
@@ -212,13 +217,14 @@ fn run_model<C: Comm, M: Model>(
     model: &M,
     cfg: &DesConfig,
     ctx: &RunContext,
+    ck: Option<&mut parsim::ckpt::Checkpointer<'_, C>>,
 ) -> Result<Report<M::State>, parsim_des::DesError> {
     let end = model.end_time();
     let quiet = !ctx.progress || comm.rank() != 0;
     let mut bar = Progress::new("GVT (simulated time)", end.ceil().max(1.0) as u64, quiet)
         .every(std::time::Duration::from_millis(100));
     let mut report = |gvt: f64, _end: f64, _committed: u64| bar.set(gvt.floor() as u64);
-    let r = parsim_des::run_with_progress(comm, model, cfg, Some(&mut report));
+    let r = parsim_des::run_resilient(comm, model, cfg, Some(&mut report), ck);
     if r.is_ok() {
         bar.set(end.ceil().max(1.0) as u64);
     }

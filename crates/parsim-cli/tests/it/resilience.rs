@@ -15,6 +15,18 @@ const HEAT: &[&str] = &[
     "grid.output_every=0",
 ];
 const HEAT_DIGEST: &str = "dcc83f46dabb2711247b9432a947b83e";
+const TW: &[&str] = &[
+    "scenarios/phold.toml",
+    "--set",
+    "phold.lps=128",
+    "--set",
+    "phold.end=20",
+    "--set",
+    "des.engine=optimistic",
+    "--set",
+    "des.gvt_interval=256",
+];
+const TW_DIGEST: &str = "b2a2c2948a3d72a3c59f91619f2f869d";
 const EPI: &[&str] = &["scenarios/epidemic.toml", "--set", "abm.agents=20000", "--set", "abm.days=100"];
 const EPI_DIGEST: &str = "a817b11757920a1310cc385c8e0df729";
 
@@ -29,10 +41,15 @@ fn run(args: &[String], name: &str) -> serde_json::Value {
 
 #[test]
 fn auto_restart_after_a_killed_rank_gives_the_failure_free_digest() {
-    for (base, digest, kill, every) in
-        [(HEAT, HEAT_DIGEST, "kill:rank=1,step=27", "8"), (EPI, EPI_DIGEST, "kill:rank=1,day=63", "10")]
-    {
-        let s = run(&with(base, &["--checkpoint-every", every, "--inject", kill, "--auto-restart", "2"]), "auto");
+    for (base, digest, kill, every) in [
+        (HEAT, HEAT_DIGEST, "kill:rank=1,step=27", "8"),
+        (EPI, EPI_DIGEST, "kill:rank=1,day=63", "10"),
+        (TW, TW_DIGEST, "kill:rank=1,gvt=9", "4"),
+    ] {
+        let s = run(
+            &with(base, &["--ranks", "2", "--checkpoint-every", every, "--inject", kill, "--auto-restart", "2"]),
+            "auto",
+        );
         assert_eq!(s["digest"], digest, "{kill}");
         let c = &s["checkpoint"];
         assert_eq!(c["relaunches"].as_array().unwrap().len(), 1, "{c}");
@@ -50,7 +67,7 @@ fn auto_restart_after_a_killed_rank_gives_the_failure_free_digest() {
 
 #[test]
 fn restart_on_another_rank_count() {
-    for (base, digest, every) in [(HEAT, HEAT_DIGEST, "6"), (EPI, EPI_DIGEST, "15")] {
+    for (base, digest, every) in [(HEAT, HEAT_DIGEST, "6"), (EPI, EPI_DIGEST, "15"), (TW, TW_DIGEST, "3")] {
         let first = tmp("ranks-first");
         let dir = first.join("ck");
         let d = dir.to_str().unwrap();

@@ -15,11 +15,13 @@
 
 mod gvt;
 mod history;
+mod resume;
 
 use std::collections::BTreeMap;
 use std::time::Instant;
 
 use crate::payload::Payload;
+use parsim_ckpt::Checkpointer;
 use parsim_comm::{Comm, ReduceOp, Source, TagMatch};
 use parsim_core::rng::{Stream, StreamKey};
 
@@ -41,6 +43,8 @@ const GVT: u64 = 3;
 const SYNC_START: u64 = 4;
 /// A rank at its memory limit asks rank 0 for a GVT round now.
 const GVT_REQUEST: u64 = 5;
+/// Rank 0 to all: take a checkpoint now (a collective round).
+const CKPT_START: u64 = 6;
 /// Marks an anti-message record (in the `seq` word; sequence numbers stay below 2^63).
 const ANTI: u64 = 1 << 63;
 
@@ -49,14 +53,23 @@ pub(crate) fn run<C: Comm, M: Model>(
     model: &M,
     cfg: &DesConfig,
     progress: &mut ProgressFn<'_>,
+    mut ck: Option<&mut Checkpointer<'_, C>>,
 ) -> Result<Report<M::State>> {
     let t0 = Instant::now();
     let map = LpMap::new(model, comm.size(), comm.rank())?;
-    let mut tw = match TimeWarp::new(comm, model, cfg, &map) {
+    let restored = match ck.as_mut().and_then(|c| c.take_restart()) {
+        Some(mut r) => Some(resume::load::<M::State, M::Payload>(&mut r, &map, comm.rank(), cfg.seed)?),
+        None => None,
+    };
+    if let Some(c) = ck.as_mut() {
+        // Ranks reach GVT rounds at different moments: rank 0 decides and tells the others.
+        c.decide_locally();
+    }
+    let mut tw = match TimeWarp::new(comm, model, cfg, &map, restored) {
         Ok(tw) => tw,
         Err(e) => return Err(fail_everywhere(comm, e)),
     };
-    if let Err(e) = tw.main(progress) {
+    if let Err(e) = tw.main(progress, ck) {
         return Err(fail_everywhere(comm, e));
     }
     tw.outbox.flush()?;
@@ -121,6 +134,10 @@ struct TimeWarp<'a, C: Comm, M: Model> {
     requests_sent: u64,
     requests_received: u64,
     chaos: Option<Stream>,
+    /// Rank 0 asked for a checkpoint round.
+    ckpt_now: bool,
+    /// GVT rounds already shown to the checkpointer.
+    rounds_seen: u64,
     // Scratch buffers.
     out: Vec<Event<M::Payload>>,
     reinsert: Vec<Event<M::Payload>>,
@@ -129,7 +146,13 @@ struct TimeWarp<'a, C: Comm, M: Model> {
 }
 
 impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
-    fn new(comm: &'a C, model: &'a M, cfg: &'a DesConfig, map: &'a LpMap) -> Result<Self> {
+    fn new(
+        comm: &'a C,
+        model: &'a M,
+        cfg: &'a DesConfig,
+        map: &'a LpMap,
+        restored: Option<resume::Restored<M::State, M::Payload>>,
+    ) -> Result<Self> {
         let (p, me) = (comm.size(), comm.rank());
         let lim = Limits::new(model, false);
         let saving = Saving {
@@ -165,11 +188,36 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
             requests_received: 0,
             chaos: (cfg.chaos != 0)
                 .then(|| StreamKey::new(cfg.chaos).purpose("parsim.des.chaos").with(me as u64).stream()),
+            ckpt_now: false,
+            rounds_seen: 0,
             out: Vec::new(),
             reinsert: Vec::new(),
             antis: Vec::new(),
             scratch: Vec::new(),
         };
+        if let Some(r) = restored {
+            tw.lps = r
+                .lps
+                .into_iter()
+                .zip(&map.mine)
+                .map(|(lp, &id)| {
+                    // Every event the LP has handled is committed.
+                    let n = lp.count;
+                    let mut h = History::new(lp, id);
+                    (h.base, h.committed) = (n, n);
+                    h
+                })
+                .collect();
+            for ev in r.pending {
+                tw.pending.push(ev);
+            }
+            tw.gvt.gvt = r.gvt;
+            tw.commits.digest = r.digest;
+            tw.commits.count = r.committed;
+            tw.stats.gvt_rounds = r.rounds;
+            tw.rounds_seen = r.rounds;
+            return Ok(tw);
+        }
         let mut out = Vec::new();
         let lps = init_lps(model, map, cfg.seed, lim, &mut out)?;
         tw.lps = lps.into_iter().zip(&map.mine).map(|(lp, &id)| History::new(lp, id)).collect();
@@ -431,6 +479,7 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
             }
             GVT => self.new_gvt(Order { time: w[1], src: w[2] as u32, seq: w[3] })?,
             SYNC_START => self.sync_gvt()?,
+            CKPT_START => self.ckpt_now = true,
             GVT_REQUEST => {
                 self.requests_received += 1;
                 self.round_wanted = true;
@@ -461,7 +510,7 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
             }
             let msg = self.comm.recv::<u64>(Source::Rank(st.source), TagMatch::Tag(DES_TAG))?;
             self.handle(st.source, msg.data)?;
-            if self.finished {
+            if self.finished || self.ckpt_now {
                 break;
             }
         }
@@ -542,6 +591,15 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
 
     /// The synchronous GVT: stop, drain every message in flight, reduce the minimum.
     fn sync_gvt(&mut self) -> Result<()> {
+        self.drain()?;
+        let lvt = self.lvt();
+        let all = self.comm.all_gather(vec![lvt.time, u64::from(lvt.src), lvt.seq])?;
+        let g = all.iter().map(|w| Order { time: w[0], src: w[1] as u32, seq: w[2] }).min().expect("ranks");
+        self.new_gvt(g)
+    }
+
+    /// Receives and sends until no message is in flight anywhere (collective).
+    fn drain(&mut self) -> Result<()> {
         loop {
             self.flush()?;
             // Receive what has arrived (events may roll back and send anti-messages).
@@ -556,22 +614,88 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
             let in_flight = self.gvt.unmatched();
             let total = self.comm.all_reduce(&[in_flight], ReduceOp::Sum)?;
             if total[0] == 0 {
-                break;
+                return Ok(());
             }
         }
-        let lvt = self.lvt();
-        let all = self.comm.all_gather(vec![lvt.time, u64::from(lvt.src), lvt.seq])?;
-        let g = all.iter().map(|w| Order { time: w[0], src: w[1] as u32, seq: w[2] }).min().expect("ranks");
-        self.new_gvt(g)
     }
 
-    fn main(&mut self, progress: &mut ProgressFn<'_>) -> Result<()> {
+    /// A checkpoint round (collective): a synchronous GVT, every LP rolled
+    /// back to it and every speculative send cancelled, the cancellations
+    /// drained; then the committed states and the events pending at or
+    /// after GVT are saved. Nothing speculative is saved.
+    fn checkpoint_round(&mut self, ck: &mut Checkpointer<'_, C>) -> Result<()> {
+        self.ckpt_now = false;
+        // Its round is shown to the checkpointer afterwards, like any other.
+        self.sync_gvt()?;
+        if self.finished {
+            return Ok(());
+        }
+        let g = self.gvt.gvt;
+        for x in 0..self.lps.len() {
+            if self.lps[x].last().is_some_and(|l| l >= g) {
+                self.rollback(x, g, None)?;
+            }
+        }
+        // Under lazy cancellation, messages held back by undone events are
+        // cancelled now: nothing will re-execute them before the checkpoint.
+        let mut antis = std::mem::take(&mut self.antis);
+        for h in &mut self.lps {
+            antis.extend(h.held.drain(..).map(|x| x.ev));
+        }
+        let r = self.send_antis(&mut antis);
+        self.antis = antis;
+        r?;
+        self.drain()?;
+        let mut live = Vec::new();
+        while let Some(ev) = self.peek_live() {
+            self.pending.pop();
+            live.push(ev);
+        }
+        for ev in &live {
+            self.pending.push(ev.clone());
+        }
+        let piece = resume::Piece {
+            gvt: (g.time, g.src, g.seq),
+            rounds: self.stats.gvt_rounds,
+            lps: self.lps.iter().map(|h| (h.id, h.lp.state.clone(), h.lp.count, h.lp.seq)).collect(),
+            pending: live.iter().map(resume::wire).collect(),
+            digest: self.commits.digest,
+            committed: self.commits.count,
+        };
+        let meta = serde_json::json!({"lps": piece.lps.len(), "pending": piece.pending.len()});
+        let partition = serde_json::json!({"ranks": self.comm.size()});
+        ck.save(self.stats.gvt_rounds, serde_json::json!(g.time_f64()), meta, partition, &piece).map_err(resume::err)
+    }
+
+    /// Shows new GVT rounds to the checkpointer (firing injected faults);
+    /// rank 0 starts a checkpoint round when one is due, the others join
+    /// when told.
+    fn checkpoints(&mut self, ck: &mut Option<&mut Checkpointer<'_, C>>) -> Result<()> {
+        let Some(ck) = ck.as_mut() else { return Ok(()) };
+        let mut due = false;
+        while self.rounds_seen < self.stats.gvt_rounds {
+            self.rounds_seen += 1;
+            due |= ck.boundary(self.rounds_seen).map_err(resume::err)?.checkpoint;
+        }
+        if self.me() == 0 && due && !self.finished && !self.gvt.open {
+            for r in 1..self.comm.size() {
+                self.send_control(r, vec![CKPT_START])?;
+            }
+            self.checkpoint_round(ck)?;
+        } else if self.ckpt_now {
+            self.checkpoint_round(ck)?;
+        }
+        Ok(())
+    }
+
+    fn main(&mut self, progress: &mut ProgressFn<'_>, mut ck: Option<&mut Checkpointer<'_, C>>) -> Result<()> {
         let t = Instant::now();
         let me = self.me();
         let end = self.model.end_time();
         let mut idle = false;
         while !self.finished {
             self.poll(idle)?;
+            self.checkpoints(&mut ck)?;
             if self.finished {
                 break;
             }
@@ -593,6 +717,7 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
                 if let Some(f) = progress {
                     f(self.gvt.gvt.time_f64().min(end), end, self.commits.count);
                 }
+                self.checkpoints(&mut ck)?;
             }
         }
         self.stats.main_loop_s = t.elapsed().as_secs_f64();
