@@ -10,7 +10,10 @@
 #   model (the bank, PageRank) under mpirun, the CLI
 #   tests with MPI, the README's main command (the epidemic) on both backends
 #   with a digest comparison and --verify, the ring on both backends, the
-#   sweep acceptance command on both backends, and the PHOLD acceptance command.
+#   sweep acceptance command on both backends, checkpoint/restart (ranks
+#   SIGKILLed under mpirun at random points for the grid, the epidemic and
+#   Time Warp, restarts on other rank counts, parsim supervise), and the
+#   PHOLD acceptance command.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 step() { printf '\n==> %s\n' "$*"; }
@@ -197,6 +200,54 @@ cargo build --release --features mpi
 mpirun_ -n 3 target/release/parsim sweep scenarios/sweep-epidemic.toml --backend mpi --out target/ci/sweep-mpi >/dev/null
 cmp target/ci/sweep/results.csv target/ci/sweep-mpi/results.csv || { echo "the MPI sweep table differs"; exit 1; }
 echo "sweep table identical on threads and under mpirun -n 3"
+
+step "resilience: checkpoint, SIGKILL under mpirun at 10 random points, restart (also on other rank counts)"
+# The binary built with MPI above runs the threads backend too.
+bin=target/release/parsim
+HEAT="scenarios/heat2d.toml --set grid.size=[256,256] --set grid.steps=200 --set grid.png=false --set grid.output_every=0"
+EPI="scenarios/epidemic.toml --set abm.agents=20000 --set abm.days=100"
+TW="scenarios/phold.toml --set phold.lps=256 --set phold.end=50 --set des.engine=optimistic --set des.gvt_interval=256"
+$bin run $HEAT -q --out target/ci/ff-heat && heat_want=$(digest_of target/ci/ff-heat)
+$bin run $EPI -q --out target/ci/ff-epi && epi_want=$(digest_of target/ci/ff-epi)
+$bin run $TW -q --out target/ci/ff-tw && tw_want=$(digest_of target/ci/ff-tw)
+scripts/kill-loop.sh heat 4 2 step 200 10 10 "$heat_want" -- $HEAT
+scripts/kill-loop.sh epi 2 3 day 100 5 10 "$epi_want" -- $EPI
+scripts/kill-loop.sh tw 1 4 gvt 100 8 10 "$tw_want" -- $TW
+for pair in "2 3" "1 4"; do scripts/kill-loop.sh "heat-${pair/ /-}" $pair step 200 10 2 "$heat_want" -- $HEAT; done
+for pair in "4 2" "1 4"; do scripts/kill-loop.sh "epi-${pair/ /-}" $pair day 100 5 2 "$epi_want" -- $EPI; done
+for pair in "4 2" "2 3"; do scripts/kill-loop.sh "tw-${pair/ /-}" $pair gvt 100 8 2 "$tw_want" -- $TW; done
+
+step "resilience: parsim supervise relaunches mpirun -n 2 after a SIGKILL, for the grid, the epidemic and Time Warp"
+sup() { # NAME WANT FAULT -- ARGS…
+  local name=$1 want=$2 fault=$3; shift 4
+  rm -rf "target/ci/sup-$name"
+  $bin supervise --restarts 3 -- mpirun -n 2 $bin run "$@" --backend mpi -q --out "target/ci/sup-$name" \
+    --checkpoint-every 5 --inject "$fault" </dev/null 2>"target/ci/sup-$name.err" \
+    || { echo "supervise $name failed"; cat "target/ci/sup-$name.err"; exit 1; }
+  grep -q "relaunching from the newest checkpoint" "target/ci/sup-$name.err" || { echo "supervise $name: no relaunch"; exit 1; }
+  [ "$(digest_of "target/ci/sup-$name")" = "$want" ] || { echo "supervise $name: digest differs"; exit 1; }
+  echo "supervise $name: $(json "target/ci/sup-$name/summary.json" "d['checkpoint']['restarted_from']['message']")"
+}
+sup heat "$heat_want" kill:rank=1,step=77 -- $HEAT
+sup epi "$epi_want" kill:rank=0,day=48 -- $EPI
+sup tw "$tw_want" kill:rank=1,gvt=30 -- $TW
+
+step "resilience acceptance: the epidemic killed at day 90 (auto interval for a 10-minute MTBF, and every 10 days)"
+epi_full=$(digest_of target/ci/epi)
+for how in "--checkpoint auto --mtbf 10m" "--checkpoint-every 10"; do
+  rm -rf target/ci/acc-epi
+  $bin run scenarios/epidemic.toml $how --inject kill:rank=1,day=90 --auto-restart 3 --out target/ci/acc-epi 2>target/ci/acc-epi.err >/dev/null
+  [ "$(digest_of target/ci/acc-epi)" = "$epi_full" ] || { echo "epidemic with $how: digest differs after the kill"; exit 1; }
+  grep -E "relaunching|restarting from|starting from the beginning" target/ci/acc-epi.err | sed 's/^/  /'
+done
+rm -rf target/ci/acc-tw
+$bin run scenarios/phold.toml --ranks 2 --set des.engine=optimistic --checkpoint-every 20 --inject kill:rank=1,gvt=45 \
+  --auto-restart 2 -q --out target/ci/acc-tw 2>/dev/null
+$bin run scenarios/phold.toml -q --out target/ci/acc-seq
+[ "$(digest_of target/ci/acc-tw)" = "$(digest_of target/ci/acc-seq)" ] || { echo "PHOLD Time Warp: digest differs after the kill"; exit 1; }
+$bin run scenarios/phold.toml --ranks 3 --set des.engine=optimistic -q --restart target/ci/acc-tw/checkpoints --out target/ci/acc-tw3
+[ "$(digest_of target/ci/acc-tw3)" = "$(digest_of target/ci/acc-seq)" ] || { echo "PHOLD: restart on 3 ranks differs"; exit 1; }
+echo "epidemic and PHOLD (Time Warp, 2 ranks, restarted on 3) end with the failure-free digests after a kill"
 
 step "PHOLD std: Time Warp on 2 ranks commits the sequential history"
 cargo run --release -q -- run scenarios/phold.toml --out target/ci/phold-seq >/dev/null

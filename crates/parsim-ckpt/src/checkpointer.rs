@@ -138,7 +138,12 @@ impl<'c, C: Comm> Checkpointer<'c, C> {
             None => None,
             Some(dir) => match restart::find(comm, dir, &id) {
                 Ok(Some(r)) => Some(r),
-                Ok(None) if opts.restart_may_be_empty => None,
+                Ok(None) if opts.restart_may_be_empty => {
+                    if comm.rank() == 0 {
+                        tracing::warn!("no checkpoint in {} yet: starting from the beginning", dir.display());
+                    }
+                    None
+                }
                 Ok(None) => {
                     return Err(CkptError::NothingValid {
                         dir: dir.clone(),
