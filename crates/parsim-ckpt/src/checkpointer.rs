@@ -85,7 +85,7 @@ pub struct Stats {
     pub write_s: f64,
     /// Of which compressing.
     pub compress_s: f64,
-    /// Raw state bytes (own pieces and partner copies).
+    /// Raw state bytes of every file written (own, partner and shared copies).
     pub raw_bytes: u64,
     /// Bytes written to files.
     pub file_bytes: u64,

@@ -14,7 +14,11 @@ use xxhash_rust::xxh3::xxh3_64;
 /// The manifest's format version; a checkpoint of another version is refused.
 pub const FORMAT_VERSION: u32 = 1;
 const MAGIC: &[u8; 8] = b"PSCKPT01";
+/// The same header, the data stored as is (LZ4 would have made it larger).
+const MAGIC_RAW: &[u8; 8] = b"PSCKPT0R";
 const HEADER: usize = 8 + 6 * 8;
+/// Bytes tried with LZ4 before compressing a whole piece.
+const SAMPLE: usize = 256 << 10;
 
 /// One rank's state as the manifest records it.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -72,15 +76,23 @@ pub fn checksum(raw: &[u8]) -> u64 {
     xxh3_64(raw)
 }
 
-/// Encodes one rank's data file.
+/// Encodes one rank's data file (LZ4, or stored as is when LZ4 does not
+/// make it smaller: random states do not compress).
 pub fn encode(seq: u64, rank: usize, raw: &[u8]) -> Vec<u8> {
-    let comp = lz4_flex::block::compress(raw);
+    // Compress only what compresses: a sample first (floating-point fields
+    // rarely shrink by a tenth, and LZ4 over them costs more than the write).
+    let sample = &raw[..raw.len().min(SAMPLE)];
+    let pays = raw.len() <= SAMPLE || lz4_flex::block::compress(sample).len() * 10 < sample.len() * 9;
+    let lz = if pays { lz4_flex::block::compress(raw) } else { Vec::new() };
+    let (magic, comp) = if pays && lz.len() < raw.len() { (MAGIC, lz.as_slice()) } else { (MAGIC_RAW, raw) };
+    let raw_sum = xxh3_64(raw);
+    let comp_sum = if magic == MAGIC_RAW { raw_sum } else { xxh3_64(comp) };
     let mut out = Vec::with_capacity(HEADER + comp.len());
-    out.extend_from_slice(MAGIC);
-    for v in [seq, rank as u64, raw.len() as u64, xxh3_64(raw), comp.len() as u64, xxh3_64(&comp)] {
+    out.extend_from_slice(magic);
+    for v in [seq, rank as u64, raw.len() as u64, raw_sum, comp.len() as u64, comp_sum] {
         out.extend_from_slice(&v.to_le_bytes());
     }
-    out.extend_from_slice(&comp);
+    out.extend_from_slice(comp);
     out
 }
 
@@ -90,7 +102,8 @@ pub fn decode(file: &[u8], seq: u64, rank: usize, piece: &Piece) -> Result<Vec<u
     if file.len() < HEADER {
         return Err(format!("truncated ({} bytes, shorter than the {HEADER}-byte header)", file.len()));
     }
-    if &file[..8] != MAGIC {
+    let stored = &file[..8] == MAGIC_RAW;
+    if &file[..8] != MAGIC && !stored {
         return Err("not a parsim checkpoint file (bad magic)".into());
     }
     let f = |i: usize| u64::from_le_bytes(file[8 + 8 * i..16 + 8 * i].try_into().expect("8 bytes"));
@@ -109,7 +122,11 @@ pub fn decode(file: &[u8], seq: u64, rank: usize, piece: &Piece) -> Result<Vec<u
         return Err("checksum mismatch (the file was corrupted)".into());
     }
     let cap = usize::try_from(raw_len).map_err(|_| "raw length does not fit in memory".to_string())?;
-    let raw = lz4_flex::block::decompress(comp, cap).map_err(|e| format!("cannot decompress: {e}"))?;
+    let raw = if stored {
+        comp.to_vec()
+    } else {
+        lz4_flex::block::decompress(comp, cap).map_err(|e| format!("cannot decompress: {e}"))?
+    };
     if raw.len() as u64 != raw_len || xxh3_64(&raw) != raw_sum {
         return Err("decompressed bytes fail their checksum".into());
     }
@@ -126,6 +143,12 @@ mod tests {
         let piece = Piece { rank: 2, bytes: raw.len() as u64, xxh3: hex(checksum(&raw)), meta: Value::Null };
         let file = encode(5, 2, &raw);
         assert!(file.len() < raw.len() / 2, "compressible data is compressed");
+        // Incompressible data is stored as is, and reads back.
+        let noise: Vec<u8> = (0..4096u64).map(|i| xxh3_64(&i.to_le_bytes()) as u8).collect();
+        let np = Piece { rank: 0, bytes: 4096, xxh3: hex(checksum(&noise)), meta: Value::Null };
+        let f = encode(1, 0, &noise);
+        assert_eq!(f.len(), HEADER + noise.len());
+        assert_eq!(decode(&f, 1, 0, &np).unwrap(), noise);
         assert_eq!(decode(&file, 5, 2, &piece).unwrap(), raw);
         assert!(decode(&file, 6, 2, &piece).unwrap_err().contains("not checkpoint 6"));
         assert!(decode(&file[..file.len() - 1], 5, 2, &piece).unwrap_err().contains("truncated"));

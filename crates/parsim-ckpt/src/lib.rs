@@ -56,6 +56,7 @@
 //! # std::fs::remove_dir_all(&dir).ok();
 //! ```
 
+mod bytes;
 mod checkpointer;
 pub mod format;
 pub mod inject;
@@ -65,6 +66,7 @@ pub mod store;
 
 use std::path::PathBuf;
 
+pub use bytes::Bytes;
 pub use checkpointer::{Action, Checkpointer, Options, Stats};
 pub use inject::{Fault, Injection, KillWhen};
 pub use interval::{daly, expected_overhead, human, parse_duration, young, Interval};

@@ -235,21 +235,27 @@ fn run_job(job: Job, stats: &Mutex<WriterStats>, abort: &AtomicBool, killed: &At
                 }
                 return;
             }
-            let mut bytes = file.clone();
-            if let Some(Fault::Corrupt { .. }) = faults.faults.iter().find(|f| {
+            let corrupt = faults.faults.iter().any(|f| {
                 matches!(f, Fault::Corrupt { rank, level: l, at } if *rank == item.rank && *l == level.number() && job.boundary >= *at)
-            }) {
-                crate::inject::flip_bytes(&mut bytes);
-            }
-            match parsim_core::io::write_atomic(path, &bytes) {
+            });
+            let flipped;
+            let bytes: &[u8] = if corrupt {
+                let mut b = file.clone();
+                crate::inject::flip_bytes(&mut b);
+                flipped = b;
+                &flipped
+            } else {
+                &file
+            };
+            match parsim_core::io::write_atomic(path, bytes) {
                 Ok(()) => {
                     st.file_bytes += bytes.len() as u64;
+                    st.raw_bytes += item.raw.len() as u64;
                     st.files += 1;
                 }
                 Err(e) => st.failures.push(format!("writing {}: {e}", path.display())),
             }
         }
-        st.raw_bytes += item.raw.len() as u64;
     }
     if let Some((path, bytes)) = &job.manifest {
         if let Err(e) = parsim_core::io::write_atomic(path, bytes) {

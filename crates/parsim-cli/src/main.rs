@@ -156,6 +156,21 @@ enum BenchWhat {
         #[arg(long)]
         quick: bool,
     },
+    /// Checkpoint write speed against the disk's, background vs synchronous stall, compression, and overhead at Daly's interval.
+    #[command(
+        after_help = "Examples:\n  parsim bench checkpoint --quick\n  parsim bench checkpoint --reps 3 --out bench-checkpoint.json"
+    )]
+    Checkpoint {
+        /// Where to write the JSON report.
+        #[arg(long, default_value = "bench-checkpoint.json")]
+        out: PathBuf,
+        /// Small states and runs (a smoke test, not a measurement).
+        #[arg(long)]
+        quick: bool,
+        /// Repetitions (the median is reported).
+        #[arg(long, default_value_t = 3)]
+        reps: usize,
+    },
     /// Committed events per second of every DES engine on PHOLD's std configuration, at 1 and 2 ranks.
     #[command(
         after_help = "Examples:\n  parsim bench phold --quick\n  parsim bench phold --reps 5 --out bench-phold.json"
@@ -350,6 +365,9 @@ fn main() -> ExitCode {
         Command::Info => {
             cmd::info::run();
             Ok(())
+        }
+        Command::Bench { what: BenchWhat::Checkpoint { out, quick, reps } } => {
+            bench::checkpoint::run_bench(out, quick, reps.max(1))
         }
         Command::Bench { what: BenchWhat::Stencil { out, quick } } => bench::stencil::run(out, quick),
         Command::Bench { what: BenchWhat::Sweep { out, quick, reps } } => bench::sweep::run(out, quick, reps.max(1)),

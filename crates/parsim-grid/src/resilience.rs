@@ -20,7 +20,7 @@ struct Piece {
     step: u64,
     start: [usize; 3],
     len: [usize; 3],
-    cells: Vec<u8>,
+    cells: parsim_ckpt::Bytes,
     reductions: Vec<(u64, f64, f64)>,
     /// The conserved total at step 0 (for the invariant), if checked.
     total0: Option<f64>,
@@ -55,7 +55,7 @@ pub(crate) fn save<C: Comm, T: Cell>(
         step,
         start: f.block.start,
         len: f.block.len,
-        cells,
+        cells: parsim_ckpt::Bytes(cells),
         reductions: reductions.iter().map(|r| (r.step, r.total, r.residual)).collect(),
         total0,
     };
@@ -94,7 +94,7 @@ pub(crate) fn load<T: Cell>(r: &mut Restart, f: &mut Field<T>) -> Result<Restore
             continue;
         }
         let piece: Piece = r.read(k).map_err(ckpt_err)?;
-        if piece.start != ps || piece.len != pl || piece.cells.len() != pl.iter().product::<usize>() * size {
+        if piece.start != ps || piece.len != pl || piece.cells.0.len() != pl.iter().product::<usize>() * size {
             return Err(GridError::Checkpoint(format!("piece {k} does not hold the block its manifest names")));
         }
         if restored.is_none() {
@@ -116,8 +116,9 @@ pub(crate) fn load<T: Cell>(r: &mut Restart, f: &mut Field<T>) -> Result<Restore
             for y in a[1]..b[1] {
                 let src = (((z - ps[0]) * pl[1] + (y - ps[1])) * pl[2] + (a[2] - ps[2])) * size;
                 let dst = f.index([z - lo[0] + f.halo[0], y - lo[1] + f.halo[1], a[2] - lo[2] + f.halo[2]]);
-                let row: &[T] = bytemuck::cast_slice(&piece.cells[src..src + n * size]);
-                f.data[dst..dst + n].copy_from_slice(row);
+                // Byte to byte: the piece's buffer need not be aligned for T.
+                let row: &mut [u8] = bytemuck::cast_slice_mut(&mut f.data[dst..dst + n]);
+                row.copy_from_slice(&piece.cells.0[src..src + n * size]);
                 filled += n;
             }
         }
