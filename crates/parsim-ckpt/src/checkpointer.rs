@@ -285,7 +285,8 @@ impl<'c, C: Comm> Checkpointer<'c, C> {
         let (me, p) = (self.comm.rank(), self.comm.size());
         let raw = postcard::to_allocvec(state).map_err(|e| CkptError::Io(format!("serialising the state: {e}")))?;
         // JSON travels as text: postcard cannot carry a self-describing value.
-        let piece = (raw.len() as u64, format::hex(format::checksum(&raw)), meta.to_string());
+        let sum = format::checksum(&raw);
+        let piece = (raw.len() as u64, format::hex(sum), meta.to_string());
         let seq = self.seq;
         let shared = self.opts.shared_every > 0 && self.taken % self.opts.shared_every == 0;
         let partner = self.opts.partner && p > 1;
@@ -297,13 +298,13 @@ impl<'c, C: Comm> Checkpointer<'c, C> {
             let got = self.comm.recv::<u8>(Source::Rank(from), TagMatch::Tag(PARTNER_TAG))?;
             parsim_comm::Request::wait(send)?;
             let path = data_path(&self.opts.dir, Level::Partner, seq, from, p);
-            items.push(Item { seq, rank: from, raw: got.data, paths: vec![(Level::Partner, path)] });
+            items.push(Item { seq, rank: from, raw: got.data, sum: None, paths: vec![(Level::Partner, path)] });
         }
         let mut paths = vec![(Level::Own, data_path(&self.opts.dir, Level::Own, seq, me, p))];
         if shared {
             paths.push((Level::Shared, data_path(&self.opts.dir, Level::Shared, seq, me, p)));
         }
-        items.insert(0, Item { seq, rank: me, raw, paths });
+        items.insert(0, Item { seq, rank: me, raw, sum: Some(sum), paths });
         let pieces = self.comm.gather_value(0, &piece)?;
         let manifest = match pieces {
             Some(pieces) => {

@@ -79,21 +79,31 @@ pub fn checksum(raw: &[u8]) -> u64 {
 /// Encodes one rank's data file (LZ4, or stored as is when LZ4 does not
 /// make it smaller: random states do not compress).
 pub fn encode(seq: u64, rank: usize, raw: &[u8]) -> Vec<u8> {
+    let (mut header, comp) = encode_parts(seq, rank, raw, None);
+    header.extend_from_slice(comp.as_deref().unwrap_or(raw));
+    header
+}
+
+/// [`encode`] as a header and, when compressing paid, the compressed body
+/// (otherwise the body is `raw` itself: nothing is copied). `sum` is the
+/// raw bytes' xxh3 when already known.
+pub fn encode_parts(seq: u64, rank: usize, raw: &[u8], sum: Option<u64>) -> (Vec<u8>, Option<Vec<u8>>) {
     // Compress only what compresses: a sample first (floating-point fields
     // rarely shrink by a tenth, and LZ4 over them costs more than the write).
     let sample = &raw[..raw.len().min(SAMPLE)];
     let pays = raw.len() <= SAMPLE || lz4_flex::block::compress(sample).len() * 10 < sample.len() * 9;
-    let lz = if pays { lz4_flex::block::compress(raw) } else { Vec::new() };
-    let (magic, comp) = if pays && lz.len() < raw.len() { (MAGIC, lz.as_slice()) } else { (MAGIC_RAW, raw) };
-    let raw_sum = xxh3_64(raw);
-    let comp_sum = if magic == MAGIC_RAW { raw_sum } else { xxh3_64(comp) };
-    let mut out = Vec::with_capacity(HEADER + comp.len());
-    out.extend_from_slice(magic);
-    for v in [seq, rank as u64, raw.len() as u64, raw_sum, comp.len() as u64, comp_sum] {
-        out.extend_from_slice(&v.to_le_bytes());
+    let lz = if pays { Some(lz4_flex::block::compress(raw)).filter(|c| c.len() < raw.len()) } else { None };
+    let raw_sum = sum.unwrap_or_else(|| xxh3_64(raw));
+    let (magic, comp_len, comp_sum) = match &lz {
+        Some(c) => (MAGIC, c.len(), xxh3_64(c)),
+        None => (MAGIC_RAW, raw.len(), raw_sum),
+    };
+    let mut header = Vec::with_capacity(HEADER);
+    header.extend_from_slice(magic);
+    for v in [seq, rank as u64, raw.len() as u64, raw_sum, comp_len as u64, comp_sum] {
+        header.extend_from_slice(&v.to_le_bytes());
     }
-    out.extend_from_slice(comp);
-    out
+    (header, lz)
 }
 
 /// Decodes a data file, checking it is rank `rank`'s part of checkpoint

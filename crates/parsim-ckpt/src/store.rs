@@ -108,6 +108,8 @@ pub(crate) struct Item {
     /// Whose data it is.
     pub rank: usize,
     pub raw: Vec<u8>,
+    /// xxh3 of `raw`, when the snapshot computed it.
+    pub sum: Option<u64>,
     pub paths: Vec<(Level, PathBuf)>,
 }
 
@@ -215,7 +217,8 @@ fn run_job(job: Job, stats: &Mutex<WriterStats>, abort: &AtomicBool, killed: &At
             return;
         }
         let c0 = Instant::now();
-        let file = format::encode(item.seq, item.rank, &item.raw);
+        let (header, comp) = format::encode_parts(item.seq, item.rank, &item.raw, item.sum);
+        let body: &[u8] = comp.as_deref().unwrap_or(&item.raw);
         st.compress_s += c0.elapsed().as_secs_f64();
         for (level, path) in &item.paths {
             if kill_now && !killed.load(Ordering::SeqCst) {
@@ -228,7 +231,7 @@ fn run_job(job: Job, stats: &Mutex<WriterStats>, abort: &AtomicBool, killed: &At
                     path.file_name().unwrap_or_default().to_string_lossy(),
                     std::process::id()
                 ));
-                let _ = std::fs::write(&tmp, &file[..file.len() / 2]);
+                let _ = std::fs::write(&tmp, &body[..body.len() / 2]);
                 killed.store(true, Ordering::SeqCst);
                 if faults.mpi {
                     crate::inject::sigkill_self();
@@ -239,17 +242,18 @@ fn run_job(job: Job, stats: &Mutex<WriterStats>, abort: &AtomicBool, killed: &At
                 matches!(f, Fault::Corrupt { rank, level: l, at } if *rank == item.rank && *l == level.number() && job.boundary >= *at)
             });
             let flipped;
-            let bytes: &[u8] = if corrupt {
-                let mut b = file.clone();
+            let body: &[u8] = if corrupt {
+                let mut b = body.to_vec();
                 crate::inject::flip_bytes(&mut b);
                 flipped = b;
                 &flipped
             } else {
-                &file
+                body
             };
-            match parsim_core::io::write_atomic(path, bytes) {
+            let bytes = (header.len() + body.len()) as u64;
+            match write_parts(path, &header, body) {
                 Ok(()) => {
-                    st.file_bytes += bytes.len() as u64;
+                    st.file_bytes += bytes;
                     st.raw_bytes += item.raw.len() as u64;
                     st.files += 1;
                 }
@@ -279,6 +283,24 @@ fn run_job(job: Job, stats: &Mutex<WriterStats>, abort: &AtomicBool, killed: &At
         tracing::warn!("checkpoint: {f}");
         s.failures.push(f);
     }
+}
+
+/// Writes `header` then `body` to `path` atomically: a temporary file,
+/// fsync, rename, directory fsync (as [`parsim_core::io::write_atomic`],
+/// without joining the two into one buffer first).
+fn write_parts(path: &Path, header: &[u8], body: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let name = path.file_name().map_or_else(|| "ckpt".into(), |n| n.to_string_lossy().into_owned());
+    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    let mut f = std::fs::File::create(&tmp)?;
+    f.write_all(header)?;
+    f.write_all(body)?;
+    f.sync_all()?;
+    drop(f);
+    std::fs::rename(&tmp, path)?;
+    parsim_core::io::sync_dir(dir)
 }
 
 /// Deletes all but the newest `keep` checkpoints of `level` in `dir` (a

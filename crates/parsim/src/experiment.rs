@@ -351,6 +351,9 @@ pub struct SweepArgs {
     /// Continue an interrupted sweep from DIR/tasks.jsonl.
     #[arg(long)]
     pub resume: bool,
+    /// The same as `--resume --out DIR` (as `run --restart` restarts a run): a sweep's checkpoint is its task log.
+    #[arg(long, value_name = "DIR")]
+    pub restart: Option<PathBuf>,
     /// Override a scenario key: --set table.key=value, or key=value for the model's own table (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,

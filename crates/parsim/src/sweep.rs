@@ -576,8 +576,14 @@ pub(crate) fn run<M: Model>(exp: &Experiment<M>, a: &SweepArgs) -> Result<Option
         Some(p) => p.file_stem().map_or_else(|| "sweep".to_string(), |s| s.to_string_lossy().into_owned()),
         None => format!("{}-sweep", exp.model().name()),
     };
-    let out = a.out.clone().unwrap_or_else(|| PathBuf::from("out").join(stem));
+    let out = a.restart.clone().or_else(|| a.out.clone()).unwrap_or_else(|| PathBuf::from("out").join(stem));
     let scratch = out.join("scratch");
+    if a.restart.is_some() && a.out.as_ref().is_some_and(|o| Some(o) != a.restart.as_ref()) {
+        return Err(
+            InputError::flag("--restart", "resumes the sweep in DIR: drop --out, or give the same directory").into()
+        );
+    }
+    let resume = a.resume || a.restart.is_some();
     // Every swept key must be a key of the scenario: plan the first point.
     {
         let task = Task { point: 0, replication: 0, attempt: 0 };
@@ -620,8 +626,8 @@ pub(crate) fn run<M: Model>(exp: &Experiment<M>, a: &SweepArgs) -> Result<Option
     let outcome = match backend {
         Backend::Threads => {
             let (mut store, done) =
-                Store::open(&log, &spec.fingerprint(), a.resume, true).map_err(|e| Error::Run(e.to_string()))?;
-            if a.resume {
+                Store::open(&log, &spec.fingerprint(), resume, true).map_err(|e| Error::Run(e.to_string()))?;
+            if resume {
                 tracing::info!("resuming: {} tasks already in {}", done.len(), log.display());
             }
             let bar = Mutex::new(Progress::new("tasks", total, quiet));
@@ -631,7 +637,7 @@ pub(crate) fn run<M: Model>(exp: &Experiment<M>, a: &SweepArgs) -> Result<Option
             bar.into_inner().map(|mut b| b.finish()).ok();
             Some(o)
         }
-        Backend::Mpi => run_mpi(&spec, group, &runner, &log, a.resume, total, quiet)?,
+        Backend::Mpi => run_mpi(&spec, group, &runner, &log, resume, total, quiet)?,
     };
     let Some(o) = outcome else { return Ok(None) };
     write_outputs(&spec, &o, &out, wanted.as_deref(), quiet)?;

@@ -183,7 +183,8 @@ fn a_killed_sweep_resumed_gives_the_uninterrupted_table() {
     let logged = std::fs::read_to_string(&log).unwrap().lines().count();
     assert!(logged < 121, "killed too late: {logged} lines");
     assert!(!out.join("results.csv").exists());
-    let o = parsim(&["sweep", f.to_str().unwrap(), "--out", out.to_str().unwrap(), "--workers", "2", "--resume"]);
+    // `--restart DIR` is `--resume --out DIR`, as for `run`.
+    let o = parsim(&["sweep", f.to_str().unwrap(), "--restart", out.to_str().unwrap(), "--workers", "2"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stderr).contains("resuming:"));
     assert_eq!(std::fs::read_to_string(out.join("results.csv")).unwrap(), want);
