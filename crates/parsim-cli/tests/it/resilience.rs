@@ -172,7 +172,10 @@ fn supervise_relaunches_until_success_and_stops_on_bad_input() {
     assert!(err.contains("attempt 1 failed") && err.contains("finished after 1 relaunch"), "{err}");
     let s = read_summary(&dir);
     assert_eq!(s["digest"], HEAT_DIGEST);
-    assert_eq!(s["checkpoint"]["restarted_from"]["boundary"], 24);
+    // Checkpoints at 8, 16, 24; the killed rank's last writes may not have
+    // reached the disk (they die with it), so any of them may be the newest whole one.
+    let b = s["checkpoint"]["restarted_from"]["boundary"].as_u64().unwrap();
+    assert!([8, 16, 24].contains(&b), "restarted from step {b}");
     let o = parsim(&["supervise", "--", exe, "run", "scenarios/heat2d.toml", "--set", "grid.nope=1"]);
     assert_eq!(o.status.code(), Some(2), "bad input is not retried");
 }
