@@ -146,7 +146,15 @@ impl Model for PageRankModel {
         let local = DistGraph::build(comm.rank(), comm.size(), &g, &owner)?;
         let program = MyPageRank { damping: p.damping, iterations: p.iterations };
         rank.at("supersteps", 0);
-        let result = pregel::run(comm, &local, &owner, &program, p.iterations + 1)?;
+        // `--checkpoint-every N` / `--restart DIR` / `--inject kill:rank=R,superstep=S` work here too.
+        let result = match rank.checkpointer("pagerank", "superstep")? {
+            None => pregel::run(comm, &local, &owner, &program, p.iterations + 1)?,
+            Some(mut ck) => {
+                let r = pregel::run_resilient(comm, &local, &owner, &program, p.iterations + 1, &mut ck)?;
+                rank.checkpoints_done(Some(ck));
+                r
+            }
+        };
         let Some(values) = pregel::gather_values(comm, &local, &result.values)? else {
             return Ok(Outcome::new()); // ranks other than 0: rank 0 reports
         };

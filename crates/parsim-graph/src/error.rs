@@ -12,6 +12,9 @@ pub enum GraphError {
     /// The inputs do not fit together (an owner array of the wrong length, a part ≥ ranks …).
     #[error("{0}")]
     BadArgument(String),
+    /// A checkpoint could not be written or restored.
+    #[error("checkpoint: {0}")]
+    Checkpoint(String),
     /// A vertex program sent a message to a vertex that does not exist.
     #[error("superstep {superstep}: vertex {from} sent a message to vertex {to}, but the graph has {n} vertices")]
     NoSuchVertex {

@@ -2,3 +2,4 @@
 
 mod dist;
 mod engines;
+mod resilience;
