@@ -39,7 +39,7 @@ where
                 pregel::run_resilient(&comm, &d, &owner, p, 200, &mut ck)?
             }
         };
-        Ok::<_, GraphError>(pregel::gather_values(&comm, &d, &r.values)?)
+        pregel::gather_values(&comm, &d, &r.values)
     })?;
     Ok(out.into_iter().next().flatten().expect("rank 0 gathers"))
 }
