@@ -20,7 +20,7 @@ campaign() { # NAME UNIT LAST EVERY -- ARGS…
     local at=$((RANDOM % (last - 1) + 1)) rank=$((RANDOM % 2))
     rm -rf "$dir/$name"
     "$bin" run "$@" -q --ranks 2 --out "$dir/$name" --checkpoint-every "$every" \
-      --inject "bitflip:rank=$rank,$unit=$at" --auto-restart 1 2>/dev/null
+      --inject "bitflip:rank=$rank,$unit=$at" --auto-restart 1 2>"$dir/$name.err" || { echo "$name: flip at $unit $at on rank $rank: the run failed"; tail -3 "$dir/$name.err"; exit 1; }
     if grep -q 'invariant violated' "$dir/$name/summary.json"; then
       detected=$((detected + 1))
       [ "$(digest_of "$dir/$name")" = "$want" ] || { echo "$name: rolled back but the digest differs"; exit 1; }

@@ -695,15 +695,24 @@ pub fn run_resilient<C: Comm>(
                 let a = (0..n_own).find(|&i| st[i] == S).unwrap_or(0);
                 st[a] = if st[a] == S { R } else { S };
             }
-            if act.checkpoint && done < cfg.days {
+            // Recounted before every checkpoint and at the end: a silent
+            // error is never saved, nor reported as a result.
+            if act.checkpoint || done == cfg.days {
                 let mut counted = recount(&st, &iso_day, day);
                 counted.new = counts.new;
-                if counted != counts {
+                let bad = comm.all_reduce(&[u64::from(counted != counts)], ReduceOp::Max)?[0];
+                if bad > 0 {
+                    let here = if counted == counts {
+                        "on another rank".to_string()
+                    } else {
+                        format!("the agents' states give {counted:?} but the run counted {counts:?}")
+                    };
                     return Err(AbmError::Invariant(format!(
-                        "day {done}: the agents' states give {counted:?} but the run counted {counts:?}: a \
-                         silent error; the run rolls back to its last checkpoint"
+                        "day {done}: {here}: a silent error; the run rolls back to its last checkpoint"
                     )));
                 }
+            }
+            if act.checkpoint && done < cfg.days {
                 let left: std::collections::HashSet<u32> = left_s.iter().copied().collect();
                 let piece = crate::resume::Piece {
                     days: done,
