@@ -212,10 +212,10 @@ $bin run $EPI -q --out target/ci/ff-epi && epi_want=$(digest_of target/ci/ff-epi
 $bin run $TW -q --out target/ci/ff-tw && tw_want=$(digest_of target/ci/ff-tw)
 scripts/kill-loop.sh heat 4 2 step 200 10 10 "$heat_want" -- $HEAT
 scripts/kill-loop.sh epi 2 3 day 100 5 10 "$epi_want" -- $EPI
-scripts/kill-loop.sh tw 1 4 gvt 100 8 10 "$tw_want" -- $TW
+scripts/kill-loop.sh tw 1 4 gvt 60 5 10 "$tw_want" -- $TW
 for pair in "2 3" "1 4"; do scripts/kill-loop.sh "heat-${pair/ /-}" $pair step 200 10 2 "$heat_want" -- $HEAT; done
 for pair in "4 2" "1 4"; do scripts/kill-loop.sh "epi-${pair/ /-}" $pair day 100 5 2 "$epi_want" -- $EPI; done
-for pair in "4 2" "2 3"; do scripts/kill-loop.sh "tw-${pair/ /-}" $pair gvt 100 8 2 "$tw_want" -- $TW; done
+for pair in "4 2" "2 3"; do scripts/kill-loop.sh "tw-${pair/ /-}" $pair gvt 60 5 2 "$tw_want" -- $TW; done
 
 step "resilience: parsim supervise relaunches mpirun -n 2 after a SIGKILL, for the grid, the epidemic and Time Warp"
 sup() { # NAME WANT FAULT -- ARGS…
@@ -231,6 +231,10 @@ sup() { # NAME WANT FAULT -- ARGS…
 sup heat "$heat_want" kill:rank=1,step=77 -- $HEAT
 sup epi "$epi_want" kill:rank=0,day=48 -- $EPI
 sup tw "$tw_want" kill:rank=1,gvt=30 -- $TW
+
+step "resilience: silent errors (one bit flip per run, random step and rank) are caught and rolled back"
+scripts/bitflip-campaign.sh 10 | tee target/ci/bitflip.txt
+if grep -q " [1-9][0-9]* undetected" target/ci/bitflip.txt; then echo "a bit flip went undetected"; exit 1; fi
 
 step "resilience acceptance: the epidemic killed at day 90 (auto interval for a 10-minute MTBF, and every 10 days)"
 epi_full=$(digest_of target/ci/epi)

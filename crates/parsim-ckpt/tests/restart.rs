@@ -69,7 +69,13 @@ fn run(p: usize, opts: &Options) -> Result<u64, parsim_comm::CommError> {
 }
 
 fn opts(dir: &Path, every: u64) -> Options {
-    Options::new(dir, Some(Interval::Every(every)))
+    let mut o = Options::new(dir, Some(Interval::Every(every)));
+    // Steps take microseconds: written in the background, a checkpoint could
+    // still be pending when the rank dies (and die with it), which makes the
+    // restart point a matter of timing. `background_writes_are_flushed` and
+    // scripts/kill-loop.sh test the background writer.
+    o.asynchronous = false;
+    o
 }
 
 fn restart_from(dir: &Path) -> Options {
@@ -217,6 +223,24 @@ fn time_based_intervals_agree_on_every_rank() {
         assert!(n >= 1, "{interval:?}: no checkpoint taken");
         std::fs::remove_dir_all(&dir).unwrap();
     }
+}
+
+#[test]
+fn background_writes_are_flushed() {
+    let want = expected();
+    let dir = tmp("background");
+    let o = Options::new(&dir, Some(Interval::Every(7)));
+    assert!(o.asynchronous);
+    assert_eq!(run(3, &o).unwrap(), want);
+    parsim_comm::launch(2, |c| {
+        let r = parsim_ckpt::find(&c, &dir, &id())?.unwrap();
+        assert_eq!(r.manifest.boundary, 28, "every checkpoint is on disk once the run ends");
+        assert!(r.sources.iter().all(|l| *l == parsim_ckpt::Level::Own));
+        Ok::<_, CkptError>(())
+    })
+    .unwrap();
+    assert_eq!(run(2, &restart_from(&dir)).unwrap(), want);
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

@@ -47,7 +47,20 @@ fn auto_restart_after_a_killed_rank_gives_the_failure_free_digest() {
         (TW, TW_DIGEST, "kill:rank=1,gvt=9", "4"),
     ] {
         let s = run(
-            &with(base, &["--ranks", "2", "--checkpoint-every", every, "--inject", kill, "--auto-restart", "2"]),
+            &with(
+                base,
+                &[
+                    "--ranks",
+                    "2",
+                    "--checkpoint-every",
+                    every,
+                    "--inject",
+                    kill,
+                    "--auto-restart",
+                    "2",
+                    "--checkpoint-sync",
+                ],
+            ),
             "auto",
         );
         assert_eq!(s["digest"], digest, "{kill}");
@@ -58,7 +71,20 @@ fn auto_restart_after_a_killed_rank_gives_the_failure_free_digest() {
     }
     // With the Daly interval (an MTBF so short that it checkpoints often).
     let s = run(
-        &with(EPI, &["--checkpoint", "auto", "--mtbf", "2s", "--inject", "kill:rank=0,day=80", "--auto-restart", "1"]),
+        &with(
+            EPI,
+            &[
+                "--checkpoint",
+                "auto",
+                "--mtbf",
+                "2s",
+                "--inject",
+                "kill:rank=0,day=80",
+                "--auto-restart",
+                "1",
+                "--checkpoint-sync",
+            ],
+        ),
         "daly",
     );
     assert_eq!(s["digest"], EPI_DIGEST);
@@ -133,14 +159,33 @@ fn a_flipped_bit_is_detected_and_rolled_back() {
     let s = run(
         &with(
             &periodic.iter().map(String::as_str).collect::<Vec<_>>(),
-            &["--checkpoint-every", "5", "--inject", "bitflip:rank=0,step=12", "--auto-restart", "1"],
+            &[
+                "--checkpoint-every",
+                "5",
+                "--inject",
+                "bitflip:rank=0,step=12",
+                "--auto-restart",
+                "1",
+                "--checkpoint-sync",
+            ],
         ),
         "flip",
     );
     assert_eq!(s["digest"], want);
     assert!(s["checkpoint"]["relaunches"][0].as_str().unwrap().contains("invariant violated"), "{}", s["checkpoint"]);
     let s = run(
-        &with(EPI, &["--checkpoint-every", "10", "--inject", "bitflip:rank=1,day=34", "--auto-restart", "1"]),
+        &with(
+            EPI,
+            &[
+                "--checkpoint-every",
+                "10",
+                "--inject",
+                "bitflip:rank=1,day=34",
+                "--auto-restart",
+                "1",
+                "--checkpoint-sync",
+            ],
+        ),
         "flip-epi",
     );
     assert_eq!(s["digest"], EPI_DIGEST);

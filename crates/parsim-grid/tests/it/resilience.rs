@@ -45,6 +45,9 @@ fn kill_and_restart<T: Cell, S: Stencil<T>>(
     for &(before, after, kill) in cases {
         let dir = tmp(name);
         let mut o = Options::new(&dir, Some(Interval::Every(4)));
+        // Steps take microseconds: a background write could still be pending
+        // when the rank dies (and die with it); scripts/kill-loop.sh tests that.
+        o.asynchronous = false;
         o.inject = vec![Injection::parse(&format!("kill:rank={},step={kill}", before - 1)).unwrap()];
         let e = go(before, spec, stencil, init, Some(o.clone()), Guard::default()).unwrap_err().to_string();
         assert!(e.contains("injected kill"), "{e}");
@@ -91,6 +94,7 @@ fn a_flipped_bit_is_caught_before_it_is_checkpointed() {
     let want = go(1, &spec, &Heat5 { alpha: 0.2 }, &init, None, guard).unwrap();
     let dir = tmp("flip");
     let mut o = Options::new(&dir, Some(Interval::Every(5)));
+    o.asynchronous = false;
     o.inject = vec![Injection::parse("bitflip:rank=1,step=12").unwrap()];
     let e = go(2, &spec, &Heat5 { alpha: 0.2 }, &init, Some(o.clone()), guard).unwrap_err().to_string();
     assert!(e.contains("invariant violated") && e.contains("after step 15"), "{e}");
