@@ -78,15 +78,15 @@ pub fn run_with_progress<C: Comm, M: Model>(
             engine::sequential::run::<C, M, queue::Pending<M::Payload>>(comm, model, cfg, &mut progress)
         }
         Engine::Conservative => engine::conservative::run(comm, model, cfg, &mut progress),
-        Engine::Window => engine::window::run(comm, model, cfg, &mut progress),
+        Engine::Window => engine::window::run(comm, model, cfg, &mut progress, None),
         Engine::Optimistic => engine::optimistic::run(comm, model, cfg, &mut progress, None),
     }
 }
 
 /// [`run_with_progress`] with checkpoints: the optimistic engine (Time
 /// Warp) checkpoints right after GVT rounds (`ck` counts GVT rounds, rank 0
-/// decides) and restarts from a checkpoint on any number of ranks. The
-/// other engines do not checkpoint yet and refuse a checkpointer.
+/// decides), the window engine between windows (`ck` counts windows); each
+/// restarts from its own checkpoints on any number of ranks. The sequential and CMB engines refuse a checkpointer.
 pub fn run_resilient<C: Comm, M: Model>(
     comm: &C,
     model: &M,
@@ -96,17 +96,19 @@ pub fn run_resilient<C: Comm, M: Model>(
 ) -> Result<Report<M::State>> {
     let Some(ck) = ck else { return run_with_progress(comm, model, cfg, progress) };
     check(model, cfg)?;
-    if cfg.engine != Engine::Optimistic {
-        return Err(DesError::Config(format!(
-            "checkpoints are taken by the optimistic engine (Time Warp, at GVT); the {} engine does not checkpoint \
-             yet: use des.engine = \"optimistic\"",
-            cfg.engine.name()
-        )));
-    }
     if comm.rank() != 0 {
         progress = None;
     }
-    engine::optimistic::run(comm, model, cfg, &mut progress, Some(ck))
+    match cfg.engine {
+        Engine::Optimistic => engine::optimistic::run(comm, model, cfg, &mut progress, Some(ck)),
+        Engine::Window => engine::window::run(comm, model, cfg, &mut progress, Some(ck)),
+        other => Err(DesError::Config(format!(
+            "checkpoints are taken by the optimistic engine (Time Warp, after GVT rounds) and the window engine \
+             (between windows); the {} engine does not checkpoint yet: use des.engine = \"optimistic\" or \
+             \"window\"",
+            other.name()
+        ))),
+    }
 }
 
 /// [`run`] with the sequential engine on a chosen pending-event set (for

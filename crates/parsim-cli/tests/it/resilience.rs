@@ -27,6 +27,8 @@ const TW: &[&str] = &[
     "des.gvt_interval=256",
 ];
 const TW_DIGEST: &str = "b2a2c2948a3d72a3c59f91619f2f869d";
+const WIN: &[&str] =
+    &["scenarios/phold.toml", "--set", "phold.lps=128", "--set", "phold.end=20", "--set", "des.engine=window"];
 const EPI: &[&str] = &["scenarios/epidemic.toml", "--set", "abm.agents=20000", "--set", "abm.days=100"];
 const EPI_DIGEST: &str = "a817b11757920a1310cc385c8e0df729";
 
@@ -93,7 +95,9 @@ fn auto_restart_after_a_killed_rank_gives_the_failure_free_digest() {
 
 #[test]
 fn restart_on_another_rank_count() {
-    for (base, digest, every) in [(HEAT, HEAT_DIGEST, "6"), (EPI, EPI_DIGEST, "15"), (TW, TW_DIGEST, "3")] {
+    for (base, digest, every) in
+        [(HEAT, HEAT_DIGEST, "6"), (EPI, EPI_DIGEST, "15"), (TW, TW_DIGEST, "3"), (WIN, TW_DIGEST, "40")]
+    {
         let first = tmp("ranks-first");
         let dir = first.join("ck");
         let d = dir.to_str().unwrap();

@@ -15,7 +15,7 @@
 
 mod gvt;
 mod history;
-mod resume;
+pub(crate) mod resume;
 
 use std::collections::BTreeMap;
 use std::time::Instant;

@@ -8,18 +8,21 @@ use std::time::Instant;
 
 use parsim_comm::{Comm, ReduceOp};
 
+use super::optimistic::resume;
 use super::{events, execute, finish, init_lps, put_event, Commits, Limits, LpMap, Report};
 use crate::error::{DesError, Result};
 use crate::model::{Event, Model};
 use crate::queue::{Pending, PendingSet};
 use crate::stats::DesStats;
 use crate::{DesConfig, ProgressFn};
+use parsim_ckpt::Checkpointer;
 
 pub(crate) fn run<C: Comm, M: Model>(
     comm: &C,
     model: &M,
     cfg: &DesConfig,
     progress: &mut ProgressFn<'_>,
+    mut ck: Option<&mut Checkpointer<'_, C>>,
 ) -> Result<Report<M::State>> {
     let t0 = Instant::now();
     let (p, me) = (comm.size(), comm.rank());
@@ -30,8 +33,21 @@ pub(crate) fn run<C: Comm, M: Model>(
     let mut commits = Commits::default();
     let mut out = Vec::new();
     let mut error = None;
-    let mut lps = init_lps(model, &map, cfg.seed, lim, &mut out).map_err(|e| error = Some(e)).unwrap_or_default();
     let mut q: Pending<M::Payload> = Pending::default();
+    let restored = match ck.as_mut().and_then(|c| c.take_restart()) {
+        Some(mut r) => Some(resume::load::<M::State, M::Payload>(&mut r, &map, me, cfg.seed)?),
+        None => None,
+    };
+    let mut lps = match restored {
+        Some(r) => {
+            for ev in r.pending {
+                q.push(ev);
+            }
+            (commits.digest, commits.count, stats.gvt_rounds) = (r.digest, r.committed, r.rounds);
+            r.lps
+        }
+        None => init_lps(model, &map, cfg.seed, lim, &mut out).map_err(|e| error = Some(e)).unwrap_or_default(),
+    };
     let mut parts: Vec<Vec<u64>> = vec![Vec::new(); p];
     let route =
         |ev: Event<M::Payload>, q: &mut Pending<M::Payload>, parts: &mut Vec<Vec<u64>>, stats: &mut DesStats| {
@@ -68,6 +84,30 @@ pub(crate) fn run<C: Comm, M: Model>(
         let lbts = agreed[0];
         if lbts >= end {
             break;
+        }
+        // Between two windows every event is in its destination's pending
+        // set: nothing in flight, nothing speculative.
+        if let Some(ck) = ck.as_mut() {
+            if ck.boundary(stats.gvt_rounds).map_err(resume::err)?.checkpoint {
+                let mut pending = Vec::with_capacity(q.len());
+                while let Some(ev) = q.pop() {
+                    pending.push(ev);
+                }
+                for ev in &pending {
+                    q.push(ev.clone());
+                }
+                let piece = resume::Piece {
+                    gvt: (crate::model::time_key(lbts), 0, 0),
+                    rounds: stats.gvt_rounds,
+                    lps: lps.iter().zip(&map.mine).map(|(l, &id)| (id, l.state.clone(), l.count, l.seq)).collect(),
+                    pending: pending.iter().map(resume::wire).collect(),
+                    digest: commits.digest,
+                    committed: commits.count,
+                };
+                let meta = serde_json::json!({"lps": piece.lps.len(), "pending": piece.pending.len()});
+                ck.save(stats.gvt_rounds, serde_json::json!(lbts), meta, serde_json::json!({"ranks": p}), &piece)
+                    .map_err(resume::err)?;
+            }
         }
         stats.gvt_rounds += 1;
         let horizon = lbts + la;

@@ -1,8 +1,12 @@
-//! Time Warp checkpoints, taken right after a GVT round: every LP rolled
+//! DES checkpoints (Time Warp's and the window engine's).
+//!
+//! Time Warp takes them right after a GVT round: every LP rolled
 //! back to GVT (its committed state), the events pending at or after GVT
 //! once every speculative send has been cancelled and no message is in
 //! flight, and the committed events' partial digest. Nothing speculative is
-//! saved. A restart deals the LPs and their events out over the new ranks.
+//! saved. The window engine takes them between two windows, when every
+//! event sent is in its destination's pending set. A restart deals the LPs
+//! and their events out over the new ranks.
 
 use parsim_ckpt::{CkptError, Restart};
 use parsim_core::SetDigest;
