@@ -216,6 +216,8 @@ scripts/kill-loop.sh tw 1 4 gvt 60 5 10 "$tw_want" -- $TW
 for pair in "2 3" "1 4"; do scripts/kill-loop.sh "heat-${pair/ /-}" $pair step 200 10 2 "$heat_want" -- $HEAT; done
 for pair in "4 2" "1 4"; do scripts/kill-loop.sh "epi-${pair/ /-}" $pair day 100 5 2 "$epi_want" -- $EPI; done
 for pair in "4 2" "2 3"; do scripts/kill-loop.sh "tw-${pair/ /-}" $pair gvt 60 5 2 "$tw_want" -- $TW; done
+WIN="scenarios/phold.toml --set phold.lps=256 --set phold.end=50 --set des.engine=window"
+scripts/kill-loop.sh win 2 3 window 300 40 4 "$tw_want" -- $WIN
 
 step "resilience: parsim supervise relaunches mpirun -n 2 after a SIGKILL, for the grid, the epidemic and Time Warp"
 sup() { # NAME WANT FAULT -- ARGS…
