@@ -54,6 +54,10 @@ pub enum Fault {
     },
 }
 
+/// The boundaries of the engines whose state a `bitflip` corrupts (and
+/// whose invariants catch it): grid steps, epidemic days.
+const BITFLIP_UNITS: [&str; 2] = ["step", "day"];
+
 /// The boundary names `--inject` understands.
 pub const UNITS: [&str; 5] = ["step", "day", "gvt", "superstep", "window"];
 
@@ -146,6 +150,13 @@ impl Injection {
                     self.text
                 )));
             }
+        }
+        if matches!(self.fault, Fault::Bitflip { .. }) && !BITFLIP_UNITS.contains(&unit) {
+            return Err(CkptError::Input(format!(
+                "--inject {}: this model has no silent-error check to catch a flipped bit (bit flips are \
+                 injected and caught in the grid's and the epidemic's state)",
+                self.text
+            )));
         }
         let rank = match self.fault {
             Fault::Kill { rank, .. } | Fault::Corrupt { rank, .. } | Fault::Bitflip { rank, .. } => rank,
