@@ -107,8 +107,8 @@ pub struct Checkpointer<'c, C: Comm> {
     id: Identity,
     seq: u64,
     taken: u64,
+    /// The writer (it also holds the faults armed for this launch).
     writer: Writer,
-    faults: WriterFaults,
     stats: Stats,
     restart: Option<Restart>,
     /// For time-based intervals: the next boundary to checkpoint at.
@@ -138,9 +138,10 @@ impl<'c, C: Comm> Checkpointer<'c, C> {
             None => None,
             Some(dir) => match restart::find(comm, dir, &id) {
                 Ok(Some(r)) => Some(r),
-                Ok(None) if opts.restart_may_be_empty => {
+                // A relaunch before any checkpoint was whole starts over.
+                Ok(None) | Err(CkptError::NothingValid { .. }) if opts.restart_may_be_empty => {
                     if comm.rank() == 0 {
-                        tracing::warn!("no checkpoint in {} yet: starting from the beginning", dir.display());
+                        tracing::warn!("no usable checkpoint in {} yet: starting from the beginning", dir.display());
                     }
                     None
                 }
@@ -150,11 +151,6 @@ impl<'c, C: Comm> Checkpointer<'c, C> {
                         reasons: vec!["it holds no checkpoint manifest (manifests/c*.json)".into()],
                     })
                 }
-                Err(CkptError::NothingValid { .. }) if opts.restart_may_be_empty && comm.rank() == 0 => {
-                    tracing::warn!("no valid checkpoint in {}: starting from the beginning", dir.display());
-                    None
-                }
-                Err(CkptError::NothingValid { .. }) if opts.restart_may_be_empty => None,
                 Err(e) => return Err(e),
             },
         };
@@ -165,7 +161,7 @@ impl<'c, C: Comm> Checkpointer<'c, C> {
             faults: if opts.attempt == 0 { opts.inject.iter().map(|i| i.fault.clone()).collect() } else { Vec::new() },
             mpi: comm.backend() == "mpi",
         };
-        let writer = Writer::new(opts.asynchronous, format!("parsim-ckpt-{}", comm.rank()), faults.clone())
+        let writer = Writer::new(opts.asynchronous, format!("parsim-ckpt-{}", comm.rank()), faults)
             .map_err(|e| CkptError::Io(format!("cannot start the checkpoint writer: {e}")))?;
         let start = restart.as_ref().map_or(0, |r| r.manifest.boundary);
         Ok(Checkpointer {
@@ -175,7 +171,6 @@ impl<'c, C: Comm> Checkpointer<'c, C> {
             seq,
             taken: 0,
             writer,
-            faults,
             stats: Stats::default(),
             restart,
             next_due: None,
@@ -210,7 +205,7 @@ impl<'c, C: Comm> Checkpointer<'c, C> {
         if self.writer.killed.load(std::sync::atomic::Ordering::SeqCst) {
             self.die(&format!("injected kill during a checkpoint write ({} {b})", self.id.unit));
         }
-        for f in &self.faults.faults {
+        for f in &self.writer.faults.faults {
             match *f {
                 Fault::Kill { rank, at, when: KillWhen::Boundary } if rank == me && at == b => {
                     self.die(&format!("injected kill at {} {b}", self.id.unit));
@@ -233,7 +228,7 @@ impl<'c, C: Comm> Checkpointer<'c, C> {
     }
 
     fn die(&mut self, why: &str) -> ! {
-        if self.faults.mpi {
+        if self.writer.faults.mpi {
             tracing::error!("rank {}: {why}: SIGKILL", self.comm.rank());
             crate::inject::sigkill_self();
         }
@@ -352,7 +347,7 @@ impl<'c, C: Comm> Checkpointer<'c, C> {
         let keep_manifests = keep.own.max(keep.partner).max(keep.shared * self.opts.shared_every.max(1) as usize);
         let prune_manifests = (me == 0).then(|| (dir.clone(), keep_manifests));
         let job = Job { boundary: b, items, manifest, prune, prune_manifests };
-        self.writer.submit(job, &self.faults);
+        self.writer.submit(job);
         let stall = t0.elapsed().as_secs_f64();
         self.stats.snapshot_s += stall;
         self.stats.checkpoints += 1;

@@ -70,7 +70,7 @@ pub use bytes::Bytes;
 pub use checkpointer::{Action, Checkpointer, Options, Stats};
 pub use inject::{Fault, Injection, KillWhen};
 pub use interval::{daly, expected_overhead, human, parse_duration, young, Interval};
-pub use restart::{find, Restart};
+pub use restart::{find, precheck, Restart};
 pub use store::{Keep, Level};
 
 /// What a checkpoint must match to be restarted from.

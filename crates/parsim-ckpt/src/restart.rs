@@ -81,23 +81,55 @@ struct Verdict {
     why: Vec<String>,
 }
 
-fn check_manifest(m: &Manifest, id: &Identity) -> Result<(), String> {
+fn read_manifest(path: &Path) -> Result<Manifest, String> {
+    let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
+    serde_json::from_slice(&bytes).map_err(|e| format!("unreadable manifest: {e}"))
+}
+
+/// Whether `m` was written by this parsim for the scenario of `fingerprint`.
+fn check_scenario(m: &Manifest, fingerprint: &str) -> Result<(), String> {
     if m.format != FORMAT_VERSION {
         return Err(format!("format version {} (this parsim reads {FORMAT_VERSION})", m.format));
     }
+    if m.fingerprint != fingerprint {
+        return Err(format!("written by another scenario (fingerprint {}, this run {fingerprint})", m.fingerprint));
+    }
+    Ok(())
+}
+
+fn check_manifest(m: &Manifest, id: &Identity) -> Result<(), String> {
+    check_scenario(m, &id.fingerprint)?;
     if m.engine != id.engine {
         return Err(format!("written by the {} engine, not {}", m.engine, id.engine));
     }
-    if m.fingerprint != id.fingerprint || m.seed != id.seed {
-        return Err(format!(
-            "written by another scenario or seed (fingerprint {} seed {}; this run {} seed {})",
-            m.fingerprint, m.seed, id.fingerprint, id.seed
-        ));
+    if m.seed != id.seed {
+        return Err(format!("written by another scenario: seed {}, this run's {}", m.seed, id.seed));
     }
     if m.pieces.len() != m.ranks || m.pieces.iter().enumerate().any(|(i, p)| p.rank != i) {
         return Err(format!("lists {} pieces for {} ranks", m.pieces.len(), m.ranks));
     }
     Ok(())
+}
+
+/// Before any rank starts (no `Comm` needed): refuses a restart directory
+/// that is not one, or holds no manifest of the scenario of `fingerprint`.
+/// The pieces themselves are verified by the ranks ([`find`]).
+pub fn precheck(dir: &Path, fingerprint: &str) -> Result<(), CkptError> {
+    if !dir.is_dir() {
+        return Err(CkptError::Input(format!("{} is not a directory", dir.display())));
+    }
+    let mut reasons = Vec::new();
+    for seq in manifest_seqs(dir) {
+        let path = manifest_path(dir, seq);
+        match read_manifest(&path).and_then(|m| check_scenario(&m, fingerprint)) {
+            Ok(()) => return Ok(()),
+            Err(e) => reasons.push(format!("checkpoint {seq} ({}): {e}", path.display())),
+        }
+    }
+    if reasons.is_empty() {
+        reasons.push("it holds no checkpoint manifest (manifests/c*.json)".into());
+    }
+    Err(CkptError::NothingValid { dir: dir.to_path_buf(), reasons })
 }
 
 fn verify(dir: &Path, m: &Manifest, rank: usize) -> (Option<(Level, Vec<u8>)>, Vec<String>) {
@@ -135,10 +167,7 @@ pub fn find<C: Comm>(comm: &C, dir: &Path, id: &Identity) -> Result<Option<Resta
     let mut notes = Vec::new();
     for seq in seqs {
         let path = manifest_path(dir, seq);
-        let manifest = std::fs::read(&path)
-            .map_err(|e| e.to_string())
-            .and_then(|b| serde_json::from_slice::<Manifest>(&b).map_err(|e| format!("unreadable manifest: {e}")))
-            .and_then(|m| check_manifest(&m, id).map(|()| m));
+        let manifest = read_manifest(&path).and_then(|m| check_manifest(&m, id).map(|()| m));
         let m = match manifest {
             Ok(m) if m.seq == seq => m,
             Ok(m) => {

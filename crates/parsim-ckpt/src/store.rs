@@ -145,6 +145,8 @@ pub(crate) struct Writer {
     /// Set by the writer when an injected kill "during a write" happened
     /// (threads backend: the rank panics at its next boundary).
     pub killed: Arc<AtomicBool>,
+    /// The faults armed for this launch.
+    pub faults: WriterFaults,
 }
 
 /// Context the writer needs for fault injection.
@@ -162,32 +164,32 @@ impl Writer {
         let abort = Arc::new(AtomicBool::new(false));
         let killed = Arc::new(AtomicBool::new(false));
         if !threaded {
-            return Ok(Writer { tx: None, handle: None, stats, abort, killed: killed.clone() });
+            return Ok(Writer { tx: None, handle: None, stats, abort, killed, faults });
         }
         // One checkpoint may wait while another is written; a third blocks
         // the simulation (and is charged to it) rather than piling up.
         let (tx, rx): (SyncSender<Job>, Receiver<Job>) = sync_channel(1);
-        let (s, a, k) = (stats.clone(), abort.clone(), killed.clone());
+        let (s, a, k, f) = (stats.clone(), abort.clone(), killed.clone(), faults.clone());
         let handle = std::thread::Builder::new().name(name).spawn(move || {
             while let Ok(job) = rx.recv() {
                 if a.load(Ordering::SeqCst) || k.load(Ordering::SeqCst) {
                     break;
                 }
-                run_job(job, &s, &a, &k, &faults);
+                run_job(job, &s, &a, &k, &f);
             }
         })?;
-        Ok(Writer { tx: Some(tx), handle: Some(handle), stats, abort, killed })
+        Ok(Writer { tx: Some(tx), handle: Some(handle), stats, abort, killed, faults })
     }
 
     /// Queues a job (or does it now, for an inline writer).
-    pub fn submit(&self, job: Job, faults: &WriterFaults) {
+    pub fn submit(&self, job: Job) {
         match &self.tx {
             Some(tx) => {
                 if tx.send(job).is_err() {
                     self.stats.lock().expect("stats").failures.push("the checkpoint writer thread stopped".into());
                 }
             }
-            None => run_job(job, &self.stats, &self.abort, &self.killed, faults),
+            None => run_job(job, &self.stats, &self.abort, &self.killed, &self.faults),
         }
     }
 
@@ -251,7 +253,7 @@ fn run_job(job: Job, stats: &Mutex<WriterStats>, abort: &AtomicBool, killed: &At
                 body
             };
             let bytes = (header.len() + body.len()) as u64;
-            match write_parts(path, &header, body) {
+            match parsim_core::io::write_atomic_parts(path, &[&header, body]) {
                 Ok(()) => {
                     st.file_bytes += bytes;
                     st.raw_bytes += item.raw.len() as u64;
@@ -283,24 +285,6 @@ fn run_job(job: Job, stats: &Mutex<WriterStats>, abort: &AtomicBool, killed: &At
         tracing::warn!("checkpoint: {f}");
         s.failures.push(f);
     }
-}
-
-/// Writes `header` then `body` to `path` atomically: a temporary file,
-/// fsync, rename, directory fsync (as [`parsim_core::io::write_atomic`],
-/// without joining the two into one buffer first).
-fn write_parts(path: &Path, header: &[u8], body: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let name = path.file_name().map_or_else(|| "ckpt".into(), |n| n.to_string_lossy().into_owned());
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let mut f = std::fs::File::create(&tmp)?;
-    f.write_all(header)?;
-    f.write_all(body)?;
-    f.sync_all()?;
-    drop(f);
-    std::fs::rename(&tmp, path)?;
-    parsim_core::io::sync_dir(dir)
 }
 
 /// Deletes all but the newest `keep` checkpoints of `level` in `dir` (a

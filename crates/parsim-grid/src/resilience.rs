@@ -90,7 +90,9 @@ pub(crate) fn load<T: Cell>(r: &mut Restart, f: &mut Field<T>) -> Result<Restore
         };
         let (a, b): ([usize; 3], [usize; 3]) =
             (std::array::from_fn(|i| lo[i].max(ps[i])), std::array::from_fn(|i| hi[i].min(ps[i] + pl[i])));
-        if (0..3).any(|i| a[i] >= b[i]) && restored.is_some() {
+        // Only the pieces that overlap this block are read (every block
+        // overlaps at least one; they all carry the same step and reductions).
+        if (0..3).any(|i| a[i] >= b[i]) {
             continue;
         }
         let piece: Piece = r.read(k).map_err(ckpt_err)?;
@@ -107,9 +109,6 @@ pub(crate) fn load<T: Cell>(r: &mut Restart, f: &mut Field<T>) -> Result<Restore
                     .collect(),
                 total0: piece.total0,
             });
-        }
-        if (0..3).any(|i| a[i] >= b[i]) {
-            continue;
         }
         let n = b[2] - a[2];
         for z in a[0]..b[0] {

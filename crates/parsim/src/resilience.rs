@@ -169,7 +169,8 @@ impl CheckpointArgs {
         let fingerprint = fingerprint(resolved);
         if let Some(r) = &options.restart {
             if !options.restart_may_be_empty {
-                precheck(r, &fingerprint)?;
+                // Refused here (exit 2) before any rank starts.
+                parsim_ckpt::precheck(r, &fingerprint).map_err(|e| InputError::flag("--restart", e.to_string()))?;
             }
         }
         Ok(Some(Resilience { options, fingerprint, auto_restart: self.auto_restart.unwrap_or(0) }))
@@ -188,40 +189,6 @@ pub fn fingerprint(resolved: &Value) -> String {
     let mut d = parsim_core::Digester::new();
     d.write_str(&v.to_string());
     d.finish().to_string()[..16].to_string()
-}
-
-/// Refuses (exit 2) a restart directory without a single manifest for
-/// this scenario, before any rank starts; the pieces are verified by the
-/// ranks themselves.
-fn precheck(dir: &Path, fingerprint: &str) -> Result<(), InputError> {
-    let seqs = parsim_ckpt::store::manifest_seqs(dir);
-    if !dir.is_dir() {
-        return Err(InputError::flag("--restart", format!("{} is not a directory", dir.display())));
-    }
-    if seqs.is_empty() {
-        return Err(InputError::flag(
-            "--restart",
-            format!("{} holds no checkpoint (no manifests/c*.json): nothing to restart from", dir.display()),
-        ));
-    }
-    let mut why = Vec::new();
-    for s in seqs {
-        let path = parsim_ckpt::store::manifest_path(dir, s);
-        match std::fs::read(&path).map_err(|e| e.to_string()).and_then(|b| {
-            serde_json::from_slice::<parsim_ckpt::format::Manifest>(&b).map_err(|e| format!("unreadable: {e}"))
-        }) {
-            Ok(m) if m.format != parsim_ckpt::format::FORMAT_VERSION => {
-                why.push(format!("checkpoint {s}: format version {}", m.format))
-            }
-            Ok(m) if m.fingerprint != fingerprint => why.push(format!(
-                "checkpoint {s}: written by another scenario (fingerprint {}, this run {fingerprint})",
-                m.fingerprint
-            )),
-            Ok(_) => return Ok(()),
-            Err(e) => why.push(format!("checkpoint {s} ({}): {e}", path.display())),
-        }
-    }
-    Err(InputError::flag("--restart", format!("no usable checkpoint in {}:\n  {}", dir.display(), why.join("\n  "))))
 }
 
 /// The summary's `checkpoint` section from every rank's report.

@@ -5,6 +5,7 @@
 //! size; and the measured overhead of heat2d and the epidemic at Daly's
 //! interval against the overhead Daly predicts (δ/τ without failures).
 
+use super::median;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -29,11 +30,6 @@ struct Report {
     stall_async_vs_sync: f64,
     compression: Vec<Value>,
     overhead: Vec<Value>,
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 /// Writes `mb` MB in 8 MB blocks and fsyncs: the disk's sequential write speed.

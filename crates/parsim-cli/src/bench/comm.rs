@@ -1,6 +1,7 @@
 //! `parsim bench comm`: ping-pong latency and bandwidth between ranks 0 and 1,
 //! and all-reduce latency over all ranks, on the chosen backend.
 
+use super::median;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -65,11 +66,6 @@ fn iterations(bytes: usize, quick: bool) -> usize {
     } else {
         n
     }
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 /// Round trips between ranks 0 and 1; returns seconds per round trip (rank 0).

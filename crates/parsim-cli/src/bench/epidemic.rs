@@ -6,6 +6,7 @@
 //! it measures the world's ranks against a 1-rank threads run in rank 0's
 //! process.
 
+use super::median;
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
@@ -63,11 +64,6 @@ pub struct Row {
     pub peak_rss_per_agent: f64,
     /// The digest.
     pub digest: String,
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 fn row(backend: &str, ranks: usize, agents: usize, runs: &[Simulated], base: f64) -> Row {

@@ -3,6 +3,7 @@
 //! `gpmetis` run in the same benchmark, as geometric means of the cut and
 //! time ratios, per K and overall.
 
+use super::median;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
@@ -36,11 +37,6 @@ pub struct Row {
     pub metis_time_s: Option<f64>,
     /// Whether gpmetis's partition meets the (1 + ε)·⌈W/k⌉ rule.
     pub metis_balanced: Option<bool>,
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 fn ours(g: &Graph, k: usize, preset: Preset, reps: usize) -> parsim_partition::Result<(i64, f64)> {

@@ -2,6 +2,7 @@
 //! PHOLD "std" configuration (shared/specs/phold.md), at 1 and 2 ranks,
 //! next to parsim's own sequential engine measured in the same run.
 
+use super::median;
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
@@ -51,11 +52,6 @@ fn once(phold: &Phold, engine: &str, ranks: usize) -> Result<(DesStats, String)>
         _ => parsim_des::run(&comm, phold, &cfg),
     })?;
     Ok((reports[0].total.clone(), reports[0].digest.to_string()))
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 /// Runs the benchmark and prints the table.

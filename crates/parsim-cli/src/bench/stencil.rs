@@ -1,6 +1,7 @@
 //! `parsim bench stencil`: cell updates per second of the built-in heat
 //! stencils, next to STREAM copy and triad bandwidth measured in the same run.
 
+use super::median;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -110,11 +111,6 @@ fn time<S: Stencil<f64>>(
     let secs = spans.into_iter().fold(0.0, f64::max);
     let cells: usize = size.iter().product();
     Ok(cells as f64 * steps as f64 / secs / 1e9)
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 /// Runs the benchmark, prints the table and writes the JSON.

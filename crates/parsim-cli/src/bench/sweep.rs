@@ -3,6 +3,7 @@
 //! own tasks), and the scheduling overhead per task (empty tasks), each
 //! against the 1-worker run measured in the same invocation.
 
+use super::median;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -27,11 +28,6 @@ struct Report {
     isolate_thread_s: f64,
     isolate_process_s: f64,
     isolate_process_extra_ms_per_task: f64,
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 fn spec_of(tasks: u64) -> SweepSpec {
