@@ -218,6 +218,10 @@ for pair in "4 2" "1 4"; do scripts/kill-loop.sh "epi-${pair/ /-}" $pair day 100
 for pair in "4 2" "2 3"; do scripts/kill-loop.sh "tw-${pair/ /-}" $pair gvt 60 5 2 "$tw_want" -- $TW; done
 WIN="scenarios/phold.toml --set phold.lps=256 --set phold.end=50 --set des.engine=window"
 scripts/kill-loop.sh win 2 3 window 300 40 4 "$tw_want" -- $WIN
+CMB="scenarios/phold.toml --set phold.lps=256 --set phold.end=50 --set des.engine=conservative"
+scripts/kill-loop.sh cmb 3 2 window 480 40 4 "$tw_want" -- $CMB
+SEQ="scenarios/phold.toml --set phold.lps=256 --set phold.end=50 --set des.engine=sequential"
+scripts/kill-loop.sh seq 1 3 window 480 40 2 "$tw_want" -- $SEQ
 
 step "resilience: parsim supervise relaunches mpirun -n 2 after a SIGKILL, for the grid, the epidemic and Time Warp"
 sup() { # NAME WANT FAULT -- ARGS…

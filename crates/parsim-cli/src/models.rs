@@ -94,7 +94,8 @@ impl Model for Des {
         p.describe(ranks)
     }
     fn run<C: Comm>(&self, p: &Self::Params, rank: &mut Rank<'_, C>) -> Result<Outcome, BoxError> {
-        let unit = if p.cfg.engine == parsim_des::Engine::Window { "window" } else { "gvt" };
+        // Time Warp counts GVT rounds; the other engines windows of the lookahead.
+        let unit = if p.cfg.engine == parsim_des::Engine::Optimistic { "gvt" } else { "window" };
         let mut ck = rank.checkpointer(self.0, unit)?;
         let out = des::run(rank.comm(), p, &RunContext::of(rank), ck.as_mut())?;
         rank.checkpoints_done(ck);

@@ -87,6 +87,22 @@ impl Limits {
     }
 }
 
+/// The width of the windows of simulated time the sequential and CMB
+/// engines count checkpoint boundaries in: the lookahead, or for a model
+/// without one a thousandth of its end time.
+pub(crate) fn window_width<M: Model>(model: &M) -> Result<f64> {
+    let (la, end) = (model.lookahead(), model.end_time());
+    if la > 0.0 {
+        Ok(la)
+    } else if end.is_finite() && end > 0.0 {
+        Ok(end / 1000.0)
+    } else {
+        Err(DesError::Config(
+            "checkpoints count windows of the model's lookahead, and this model has none and no finite end time".into(),
+        ))
+    }
+}
+
 pub(crate) fn lp_key(seed: u64, lp: LpId) -> StreamKey {
     StreamKey::new(seed).purpose("parsim.des.event").with(u64::from(lp))
 }

@@ -75,18 +75,47 @@ pub fn run_with_progress<C: Comm, M: Model>(
     }
     match cfg.engine {
         Engine::Sequential => {
-            engine::sequential::run::<C, M, queue::Pending<M::Payload>>(comm, model, cfg, &mut progress)
+            engine::sequential::run::<C, M, queue::Pending<M::Payload>>(comm, model, cfg, &mut progress, None)
         }
-        Engine::Conservative => engine::conservative::run(comm, model, cfg, &mut progress),
+        Engine::Conservative => engine::conservative::run(comm, model, cfg, &mut progress, None),
         Engine::Window => engine::window::run(comm, model, cfg, &mut progress, None),
         Engine::Optimistic => engine::optimistic::run(comm, model, cfg, &mut progress, None),
     }
 }
 
-/// [`run_with_progress`] with checkpoints: the optimistic engine (Time
-/// Warp) checkpoints right after GVT rounds (`ck` counts GVT rounds, rank 0
-/// decides), the window engine between windows (`ck` counts windows); each
-/// restarts from its own checkpoints on any number of ranks. The sequential and CMB engines refuse a checkpointer.
+/// [`run_with_progress`] with checkpoints, on every engine; each restarts
+/// from its own checkpoints on any number of ranks. Where they are taken,
+/// and what `ck` counts as boundaries:
+///
+/// | engine | boundary | checkpoint |
+/// |---|---|---|
+/// | optimistic (Time Warp) | GVT rounds | right after a GVT round, rolled back to GVT; rank 0 decides |
+/// | window | windows | between two windows |
+/// | sequential | lookahead-wide windows of simulated time | at a window's start; rank 0 decides |
+/// | conservative (CMB) | lookahead-wide windows of simulated time | at a cut at a window's start, messages in flight received, channel clocks saved; rank 0 decides |
+///
+/// ```
+/// use parsim_ckpt::{Checkpointer, Identity, Interval, Options};
+/// use parsim_des::{models::Phold, DesConfig, Engine};
+///
+/// let phold = Phold { lps: 32, start_events: 4, mean: 1.0, lookahead: 0.1, remote: 0.25, end: 20.0 };
+/// let dir = std::env::temp_dir().join(format!("parsim-des-doc-{}", std::process::id()));
+/// let run = |ranks: usize, restart: bool| {
+///     parsim_comm::launch(ranks, |comm| {
+///         let mut o = Options::new(&dir, Some(Interval::Every(50)));
+///         o.asynchronous = false;
+///         o.restart = restart.then(|| dir.clone());
+///         let mut ck = Checkpointer::new(&comm, o, Identity::new("phold", "window", "doc", 1)).expect("checkpointer");
+///         let cfg = DesConfig::new(Engine::Conservative);
+///         parsim_des::run_resilient(&comm, &phold, &cfg, None, Some(&mut ck)).map(|r| r.digest)
+///     })
+///     .expect("run")
+/// };
+/// let first = run(2, false);   // checkpoints at windows 50, 100, 150
+/// let again = run(3, true);    // resumes at window 150 on 3 ranks
+/// assert_eq!(first[0], again[0]);
+/// # std::fs::remove_dir_all(&dir).ok();
+/// ```
 pub fn run_resilient<C: Comm, M: Model>(
     comm: &C,
     model: &M,
@@ -99,15 +128,14 @@ pub fn run_resilient<C: Comm, M: Model>(
     if comm.rank() != 0 {
         progress = None;
     }
+    let p = &mut progress;
     match cfg.engine {
-        Engine::Optimistic => engine::optimistic::run(comm, model, cfg, &mut progress, Some(ck)),
-        Engine::Window => engine::window::run(comm, model, cfg, &mut progress, Some(ck)),
-        other => Err(DesError::Config(format!(
-            "checkpoints are taken by the optimistic engine (Time Warp, after GVT rounds) and the window engine \
-             (between windows); the {} engine does not checkpoint yet: use des.engine = \"optimistic\" or \
-             \"window\"",
-            other.name()
-        ))),
+        Engine::Optimistic => engine::optimistic::run(comm, model, cfg, p, Some(ck)),
+        Engine::Window => engine::window::run(comm, model, cfg, p, Some(ck)),
+        Engine::Sequential => {
+            engine::sequential::run::<C, M, queue::Pending<M::Payload>>(comm, model, cfg, p, Some(ck))
+        }
+        Engine::Conservative => engine::conservative::run(comm, model, cfg, p, Some(ck)),
     }
 }
 
@@ -119,7 +147,7 @@ pub fn run_sequential_with<C: Comm, M: Model, Q: queue::PendingSet<M::Payload>>(
     cfg: &DesConfig,
 ) -> Result<Report<M::State>> {
     check(model, cfg)?;
-    engine::sequential::run::<C, M, Q>(comm, model, cfg, &mut None)
+    engine::sequential::run::<C, M, Q>(comm, model, cfg, &mut None, None)
 }
 
 fn check<M: Model>(model: &M, cfg: &DesConfig) -> Result<()> {

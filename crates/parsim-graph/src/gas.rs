@@ -11,6 +11,7 @@
 //! partial per rank, not one message per edge.
 
 use bytemuck::Zeroable;
+use parsim_ckpt::{Bytes, Checkpointer, CkptError};
 use parsim_comm::{Comm, Pod, ReduceOp};
 use parsim_core::ExactSum;
 use parsim_partition::EdgePartition;
@@ -207,6 +208,119 @@ pub fn run<C: Comm, P: GasProgram>(
     program: &P,
     max_supersteps: u64,
 ) -> Result<GasResult<P::Value>> {
+    run_inner(comm, g, program, max_supersteps, None)
+}
+
+/// [`run`] with checkpoints after supersteps (`ck` counts supersteps):
+/// every master's value and whether it is active, by global id. A restart
+/// on any vertex cut and rank count gives each replica its master's value.
+///
+/// ```
+/// use parsim_ckpt::{Checkpointer, Identity, Interval, Options};
+/// use parsim_comm::Comm;
+/// use parsim_graph::{algorithms::Components, gas, CutGraph, GraphError};
+/// use parsim_partition::EdgePartition;
+///
+/// let edges: Vec<(u32, u32)> = vec![(0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (6, 7)];
+/// let dir = std::env::temp_dir().join(format!("parsim-gas-doc-{}", std::process::id()));
+/// let run = |ranks: usize, restart: bool| {
+///     parsim_comm::launch(ranks, |comm| {
+///         let parts: Vec<u32> = (0..edges.len()).map(|e| (e % ranks) as u32).collect();
+///         let ep = EdgePartition { edges: edges.clone(), parts, replication_factor: 0.0, edge_balance: 0.0 };
+///         let g = CutGraph::build(comm.rank(), ranks, 8, &ep, None)?;
+///         let mut o = Options::new(&dir, Some(Interval::Every(2)));
+///         o.restart = restart.then(|| dir.clone());
+///         let id = Identity::new("components", "superstep", "doc", 0);
+///         let mut ck = Checkpointer::new(&comm, o, id).map_err(|e| GraphError::Checkpoint(e.to_string()))?;
+///         let r = gas::run_resilient(&comm, &g, &Components, 100, &mut ck)?;
+///         Ok::<_, GraphError>(g.gather_values(&comm, &r.values)?)
+///     })
+/// };
+/// let first = run(2, false)?;     // checkpoints after supersteps 2 and 4
+/// let again = run(3, true)?;      // resumes after superstep 4, on 3 ranks
+/// assert_eq!(first[0], again[0]);
+/// # std::fs::remove_dir_all(&dir).ok();
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn run_resilient<C: Comm, P: GasProgram>(
+    comm: &C,
+    g: &CutGraph,
+    program: &P,
+    max_supersteps: u64,
+    ck: &mut Checkpointer<'_, C>,
+) -> Result<GasResult<P::Value>> {
+    run_inner(comm, g, program, max_supersteps, Some(ck))
+}
+
+/// One rank's checkpoint: (global id, value bytes, active) of its masters.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Piece {
+    step: u64,
+    ids: Vec<u32>,
+    values: Bytes,
+    active: Vec<bool>,
+}
+
+fn ck_err(e: CkptError) -> GraphError {
+    match e {
+        CkptError::Comm(c) => GraphError::Comm(c),
+        other => GraphError::Checkpoint(other.to_string()),
+    }
+}
+
+/// Every local replica's value and activity from the checkpoint's masters.
+fn resume<V: Pod>(r: &mut parsim_ckpt::Restart, g: &CutGraph) -> Result<(u64, Vec<V>, Vec<bool>)> {
+    let nl = g.ids.len();
+    let mut values: Vec<Option<V>> = vec![None; nl];
+    let mut active = vec![false; nl];
+    let mut step = 0;
+    let w = std::mem::size_of::<V>();
+    for k in 0..r.manifest.ranks {
+        let p: Piece = r.read(k).map_err(ck_err)?;
+        step = p.step;
+        if p.values.0.len() != p.ids.len() * w || p.active.len() != p.ids.len() {
+            return Err(GraphError::Checkpoint(format!("piece {k}: values do not match the vertex ids")));
+        }
+        for (i, &gid) in p.ids.iter().enumerate() {
+            if let Ok(l) = g.ids.binary_search(&gid) {
+                values[l] = Some(bytemuck::pod_read_unaligned(&p.values.0[i * w..(i + 1) * w]));
+                active[l] = p.active[i];
+            }
+        }
+    }
+    let values = values
+        .into_iter()
+        .enumerate()
+        .map(|(l, v)| v.ok_or_else(|| GraphError::Checkpoint(format!("no value for vertex {}", g.ids[l]))))
+        .collect::<Result<_>>()?;
+    Ok((step, values, active))
+}
+
+fn save<C: Comm, V: Pod>(
+    ck: &mut Checkpointer<'_, C>,
+    g: &CutGraph,
+    step: u64,
+    values: &[V],
+    active: &[bool],
+) -> Result<()> {
+    let mine: Vec<usize> = (0..g.ids.len()).filter(|&l| g.master[l]).collect();
+    let piece = Piece {
+        step,
+        ids: mine.iter().map(|&l| g.ids[l]).collect(),
+        values: Bytes(mine.iter().flat_map(|&l| bytemuck::bytes_of(&values[l]).to_vec()).collect()),
+        active: mine.iter().map(|&l| active[l]).collect(),
+    };
+    let meta = serde_json::json!({"masters": mine.len()});
+    ck.save(step, serde_json::json!(step), meta, serde_json::json!({"ranks": g.ranks}), &piece).map_err(ck_err)
+}
+
+fn run_inner<C: Comm, P: GasProgram>(
+    comm: &C,
+    g: &CutGraph,
+    program: &P,
+    max_supersteps: u64,
+    mut ck: Option<&mut Checkpointer<'_, C>>,
+) -> Result<GasResult<P::Value>> {
     if comm.size() != g.ranks || comm.rank() != g.rank {
         return Err(GraphError::BadArgument("the cut graph was built for another communicator".into()));
     }
@@ -214,6 +328,17 @@ pub fn run<C: Comm, P: GasProgram>(
     let mut values: Vec<P::Value> = (0..nl).map(|l| program.init(g.ids[l], g.degree[l] as usize)).collect();
     let mut active = vec![true; nl];
     let (mut step, mut bytes) = (0u64, 0u64);
+    if let Some(mut r) = ck.as_mut().and_then(|c| c.take_restart()) {
+        (step, values, active) = resume(&mut r, g)?;
+    }
+    // After each superstep: show it to the checkpointer, save if due.
+    let mut boundary = |step: u64, values: &[P::Value], active: &[bool]| -> Result<()> {
+        let Some(c) = ck.as_mut() else { return Ok(()) };
+        if c.boundary(step).map_err(ck_err)?.checkpoint {
+            save(c, g, step, values, active)?;
+        }
+        Ok(())
+    };
     let ranks = comm.size();
     while step < max_supersteps {
         let _c = comm.clock().enter(parsim_core::Phase::Compute);
@@ -290,6 +415,9 @@ pub fn run<C: Comm, P: GasProgram>(
         }
         step += 1;
         if program.always_active() {
+            if step < max_supersteps {
+                boundary(step, &values, &active)?;
+            }
             continue;
         }
         if comm.all_reduce(&[n_changed], ReduceOp::Sum)?[0] == 0 {
@@ -322,6 +450,9 @@ pub fn run<C: Comm, P: GasProgram>(
             }
         }
         active = next;
+        if step < max_supersteps {
+            boundary(step, &values, &active)?;
+        }
     }
     Ok(GasResult { values, supersteps: step, remote_bytes: bytes })
 }

@@ -29,6 +29,9 @@ const TW: &[&str] = &[
 const TW_DIGEST: &str = "b2a2c2948a3d72a3c59f91619f2f869d";
 const WIN: &[&str] =
     &["scenarios/phold.toml", "--set", "phold.lps=128", "--set", "phold.end=20", "--set", "des.engine=window"];
+const SEQ: &[&str] = &["scenarios/phold.toml", "--set", "phold.lps=128", "--set", "phold.end=20"];
+const CMB: &[&str] =
+    &["scenarios/phold.toml", "--set", "phold.lps=128", "--set", "phold.end=20", "--set", "des.engine=conservative"];
 const EPI: &[&str] = &["scenarios/epidemic.toml", "--set", "abm.agents=20000", "--set", "abm.days=100"];
 const EPI_DIGEST: &str = "a817b11757920a1310cc385c8e0df729";
 
@@ -47,6 +50,7 @@ fn auto_restart_after_a_killed_rank_gives_the_failure_free_digest() {
         (HEAT, HEAT_DIGEST, "kill:rank=1,step=27", "8"),
         (EPI, EPI_DIGEST, "kill:rank=1,day=63", "10"),
         (TW, TW_DIGEST, "kill:rank=1,gvt=9", "4"),
+        (CMB, TW_DIGEST, "kill:rank=1,window=90", "25"),
     ] {
         let s = run(
             &with(
@@ -97,6 +101,8 @@ fn auto_restart_after_a_killed_rank_gives_the_failure_free_digest() {
 fn restart_on_another_rank_count() {
     for (base, digest, every) in
         [(HEAT, HEAT_DIGEST, "6"), (EPI, EPI_DIGEST, "15"), (TW, TW_DIGEST, "3"), (WIN, TW_DIGEST, "40")]
+            .into_iter()
+            .chain([(SEQ, TW_DIGEST, "40"), (CMB, TW_DIGEST, "30")])
     {
         let first = tmp("ranks-first");
         let dir = first.join("ck");

@@ -58,7 +58,7 @@ pub(crate) fn run<C: Comm, M: Model>(
     let t0 = Instant::now();
     let map = LpMap::new(model, comm.size(), comm.rank())?;
     let restored = match ck.as_mut().and_then(|c| c.take_restart()) {
-        Some(mut r) => Some(resume::load::<M::State, M::Payload>(&mut r, &map, comm.rank(), cfg.seed)?),
+        Some(mut r) => Some(resume::load::<M::State, M::Payload>(&mut r, &map, comm.rank(), comm.size(), cfg.seed)?),
         None => None,
     };
     if let Some(c) = ck.as_mut() {
@@ -661,6 +661,7 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
             pending: live.iter().map(resume::wire).collect(),
             digest: self.commits.digest,
             committed: self.commits.count,
+            clocks: Vec::new(),
         };
         let meta = serde_json::json!({"lps": piece.lps.len(), "pending": piece.pending.len()});
         let partition = serde_json::json!({"ranks": self.comm.size()});

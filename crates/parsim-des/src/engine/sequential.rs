@@ -1,55 +1,132 @@
 //! The sequential engine: one pending-event set, every LP on rank 0.
+//!
+//! With a checkpointer, rank 0 shows it every window boundary it crosses
+//! (windows of the model's lookahead, see [`super::window_width`]) and,
+//! when one is due, tells the other ranks, which wait on it, to join the
+//! checkpoint: the LPs and the events pending at the window's start.
 
 use std::time::Instant;
 
+use parsim_ckpt::Checkpointer;
 use parsim_comm::Comm;
+use serde::{Deserialize, Serialize};
 
-use super::{execute, finish, init_lps, Commits, Limits, LpMap, Report};
+use super::optimistic::resume;
+use super::{execute, finish, init_lps, window_width, Commits, Limits, LpMap, Report};
 use crate::error::{DesError, Result};
 use crate::model::Model;
 use crate::queue::PendingSet;
 use crate::stats::DesStats;
 use crate::{DesConfig, ProgressFn};
 
-/// Runs `model` on rank 0 with pending set `Q`; other ranks only join the final report.
+/// What rank 0 tells the others.
+#[derive(Serialize, Deserialize)]
+enum Command {
+    /// Boundary `b` was crossed and is checkpointed.
+    Checkpoint(u64),
+    /// The run ended after boundary `b` (with rank 0's error, if any).
+    Done(u64, Option<String>),
+}
+
+/// Runs `model` on rank 0 with pending set `Q`; other ranks only join the
+/// checkpoints and the final report.
 pub(crate) fn run<C: Comm, M: Model, Q: PendingSet<M::Payload>>(
     comm: &C,
     model: &M,
     cfg: &DesConfig,
     progress: &mut ProgressFn<'_>,
+    ck: Option<&mut Checkpointer<'_, C>>,
 ) -> Result<Report<M::State>> {
     let t0 = Instant::now();
-    let map = LpMap::new(model, 1, comm.rank())?;
+    let me = comm.rank();
+    let map = LpMap::new(model, 1, me)?;
     let mut stats = DesStats::default();
     let mut commits = Commits::default();
-    let outcome = if comm.rank() == 0 {
-        main_loop::<M, Q>(model, cfg, &map, &mut stats, &mut commits, progress)
-    } else {
-        Ok(Vec::new())
+    let mut saver = match ck {
+        Some(ck) => {
+            ck.decide_locally();
+            Some(resume::Windows { ck, width: window_width(model)?, shown: 0 })
+        }
+        None => None,
     };
-    // Every rank learns whether rank 0 failed, and why.
-    let failure = comm.broadcast_value(0, &outcome.as_ref().err().map(ToString::to_string))?;
-    let lps = match (outcome, failure) {
-        (Err(e), _) => return Err(e),
-        (Ok(_), Some(message)) => return Err(DesError::OnRank { rank: 0, message }),
-        (Ok(lps), None) => lps,
+    let restored = match saver.as_mut().and_then(|s| s.ck.take_restart()) {
+        Some(mut r) => Some(resume::load::<M::State, M::Payload>(&mut r, &map, me, comm.size(), cfg.seed)?),
+        None => None,
+    };
+    if let (Some(s), Some(r)) = (saver.as_mut(), restored.as_ref()) {
+        s.shown = r.rounds;
+    }
+    let lps = if me == 0 {
+        let outcome =
+            main_loop::<C, M, Q>(comm, model, cfg, &map, &mut stats, &mut commits, progress, saver.as_mut(), restored);
+        let last = saver.as_ref().map_or(0, |s| s.shown);
+        let failure = outcome.as_ref().err().map(ToString::to_string);
+        comm.broadcast_value(0, &Command::Done(last, failure))?;
+        outcome?
+    } else {
+        follow(comm, saver.as_mut(), &map)?;
+        Vec::new()
     };
     stats.total_s = t0.elapsed().as_secs_f64();
     finish(comm, stats, &commits, &map, lps)
 }
 
-fn main_loop<M: Model, Q: PendingSet<M::Payload>>(
+/// A rank other than 0: joins rank 0's checkpoints until it is done.
+fn follow<C: Comm>(comm: &C, mut saver: Option<&mut resume::Windows<'_, '_, C>>, map: &LpMap) -> Result<()> {
+    let none = Commits::default();
+    loop {
+        match comm.broadcast_value(0, &Command::Done(0, None))? {
+            Command::Checkpoint(b) => {
+                let s =
+                    saver.as_mut().ok_or_else(|| DesError::Config("rank 0 checkpoints, this rank cannot".into()))?;
+                s.show(b)?;
+                let cut = resume::Cut::<()> {
+                    boundary: b,
+                    time: b as f64 * s.width,
+                    lps: &[],
+                    map,
+                    pending: Vec::new(),
+                    commits: &none,
+                    clocks: Vec::new(),
+                };
+                resume::save(s.ck, cut, comm.size())?;
+            }
+            Command::Done(b, failure) => {
+                if let Some(s) = saver.as_mut() {
+                    s.show(b)?;
+                }
+                return match failure {
+                    Some(message) => Err(DesError::OnRank { rank: 0, message }),
+                    None => Ok(()),
+                };
+            }
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn main_loop<C: Comm, M: Model, Q: PendingSet<M::Payload>>(
+    comm: &C,
     model: &M,
     cfg: &DesConfig,
     map: &LpMap,
     stats: &mut DesStats,
     commits: &mut Commits,
     progress: &mut ProgressFn<'_>,
+    mut saver: Option<&mut resume::Windows<'_, '_, C>>,
+    restored: Option<resume::Restored<M::State, M::Payload>>,
 ) -> Result<Vec<super::Lp<M::State>>> {
     let lim = Limits::new(model, false);
     let mut out = Vec::new();
-    let mut lps = init_lps(model, map, cfg.seed, lim, &mut out)?;
     let mut q = Q::default();
+    let mut lps = match restored {
+        Some(r) => {
+            (commits.digest, commits.count) = (r.digest, r.committed);
+            out = r.pending;
+            r.lps
+        }
+        None => init_lps(model, map, cfg.seed, lim, &mut out)?,
+    };
     for ev in out.drain(..) {
         q.push(ev);
     }
@@ -57,7 +134,28 @@ fn main_loop<M: Model, Q: PendingSet<M::Payload>>(
     let wants_commits = model.wants_commits();
     let end = model.end_time();
     let mut peak = q.len();
-    while let Some(ev) = q.pop() {
+    // The start of the next window (checkpointed runs only).
+    let mut next_window = saver.as_ref().map_or(f64::INFINITY, |s| (s.shown + 1) as f64 * s.width);
+    while let Some(time) = q.peek().map(|e| e.time) {
+        if time >= next_window {
+            let s = saver.as_mut().expect("windows are counted with a checkpointer");
+            let b = ((time / s.width).floor() as u64).max(s.shown + 1);
+            if s.show(b)? {
+                comm.broadcast_value(0, &Command::Checkpoint(b))?;
+                let cut = resume::Cut {
+                    boundary: b,
+                    time: b as f64 * s.width,
+                    lps: &lps,
+                    map,
+                    pending: resume::pending_of(&mut q),
+                    commits,
+                    clocks: Vec::new(),
+                };
+                resume::save(s.ck, cut, comm.size())?;
+            }
+            next_window = (b + 1) as f64 * s.width;
+        }
+        let ev = q.pop().expect("peeked");
         execute(model, &mut lps[ev.dest as usize], &ev, lim, &mut out)?;
         commits.add(&ev);
         if wants_commits {

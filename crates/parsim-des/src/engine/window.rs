@@ -35,7 +35,7 @@ pub(crate) fn run<C: Comm, M: Model>(
     let mut error = None;
     let mut q: Pending<M::Payload> = Pending::default();
     let restored = match ck.as_mut().and_then(|c| c.take_restart()) {
-        Some(mut r) => Some(resume::load::<M::State, M::Payload>(&mut r, &map, me, cfg.seed)?),
+        Some(mut r) => Some(resume::load::<M::State, M::Payload>(&mut r, &map, me, p, cfg.seed)?),
         None => None,
     };
     let mut lps = match restored {
@@ -89,24 +89,16 @@ pub(crate) fn run<C: Comm, M: Model>(
         // set: nothing in flight, nothing speculative.
         if let Some(ck) = ck.as_mut() {
             if ck.boundary(stats.gvt_rounds).map_err(resume::err)?.checkpoint {
-                let mut pending = Vec::with_capacity(q.len());
-                while let Some(ev) = q.pop() {
-                    pending.push(ev);
-                }
-                for ev in &pending {
-                    q.push(ev.clone());
-                }
-                let piece = resume::Piece {
-                    gvt: (crate::model::time_key(lbts), 0, 0),
-                    rounds: stats.gvt_rounds,
-                    lps: lps.iter().zip(&map.mine).map(|(l, &id)| (id, l.state.clone(), l.count, l.seq)).collect(),
-                    pending: pending.iter().map(resume::wire).collect(),
-                    digest: commits.digest,
-                    committed: commits.count,
+                let cut = resume::Cut {
+                    boundary: stats.gvt_rounds,
+                    time: lbts,
+                    lps: &lps,
+                    map: &map,
+                    pending: resume::pending_of(&mut q),
+                    commits: &commits,
+                    clocks: Vec::new(),
                 };
-                let meta = serde_json::json!({"lps": piece.lps.len(), "pending": piece.pending.len()});
-                ck.save(stats.gvt_rounds, serde_json::json!(lbts), meta, serde_json::json!({"ranks": p}), &piece)
-                    .map_err(resume::err)?;
+                resume::save(ck, cut, p)?;
             }
         }
         stats.gvt_rounds += 1;

@@ -4,6 +4,7 @@ mod bad_input;
 mod commits;
 mod determinism;
 mod queues;
+mod resilience;
 mod serde_payloads;
 mod stress;
 mod support;

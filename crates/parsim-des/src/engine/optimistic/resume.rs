@@ -1,21 +1,28 @@
-//! DES checkpoints (Time Warp's and the window engine's).
+//! DES checkpoints, one format for every engine.
 //!
 //! Time Warp takes them right after a GVT round: every LP rolled
 //! back to GVT (its committed state), the events pending at or after GVT
 //! once every speculative send has been cancelled and no message is in
 //! flight, and the committed events' partial digest. Nothing speculative is
 //! saved. The window engine takes them between two windows, when every
-//! event sent is in its destination's pending set. A restart deals the LPs
+//! event sent is in its destination's pending set; the sequential engine
+//! at the start of a lookahead-wide window of simulated time; CMB at a cut
+//! at such a window's start, with the messages that were in flight across
+//! it received first and its channel clocks saved. A restart deals the LPs
 //! and their events out over the new ranks.
 
 use parsim_ckpt::{CkptError, Restart};
 use parsim_core::SetDigest;
 use serde::{Deserialize, Serialize};
 
-use crate::engine::{lp_key, Lp, LpMap};
+use parsim_ckpt::Checkpointer;
+use parsim_comm::Comm;
+
+use crate::engine::{lp_key, Commits, Lp, LpMap};
 use crate::error::DesError;
 use crate::model::{Event, Order};
 use crate::payload::Payload;
+use crate::queue::PendingSet;
 
 /// An event as bytes: time, destination, source, sequence number, payload.
 pub(crate) type Wire = (f64, u32, u32, u64, Vec<u8>);
@@ -33,6 +40,9 @@ pub(crate) struct Piece<S> {
     /// This rank's committed events: digest and count.
     pub digest: SetDigest,
     pub committed: u64,
+    /// CMB's channel clocks: per rank, (the promise last received from it,
+    /// the promise last sent to it); empty for the other engines.
+    pub clocks: Vec<(f64, f64)>,
 }
 
 pub(crate) fn wire<P: Payload>(ev: &Event<P>) -> Wire {
@@ -55,6 +65,84 @@ pub(crate) struct Restored<S, P> {
     pub pending: Vec<Event<P>>,
     pub digest: SetDigest,
     pub committed: u64,
+    /// This rank's channel clocks when the checkpoint was written on as many
+    /// ranks (CMB), else empty.
+    pub clocks: Vec<(f64, f64)>,
+}
+
+/// Takes every event out of `q` in order and puts it back: the pending
+/// events as they are saved.
+pub(crate) fn pending_of<P: Payload, Q: PendingSet<P>>(q: &mut Q) -> Vec<Wire> {
+    let mut all = Vec::with_capacity(q.len());
+    while let Some(ev) = q.pop() {
+        all.push(ev);
+    }
+    let wires = all.iter().map(wire).collect();
+    for ev in all {
+        q.push(ev);
+    }
+    wires
+}
+
+/// What an engine saves at a window boundary.
+pub(crate) struct Cut<'a, S> {
+    /// The boundary (window or GVT round) and its simulated time.
+    pub boundary: u64,
+    pub time: f64,
+    pub lps: &'a [Lp<S>],
+    pub map: &'a LpMap,
+    pub pending: Vec<Wire>,
+    pub commits: &'a Commits,
+    pub clocks: Vec<(f64, f64)>,
+}
+
+/// The window boundaries a rank has shown its checkpointer (sequential and
+/// CMB engines: windows of [`window_width`](crate::engine::window_width)).
+pub(crate) struct Windows<'k, 'c, C: Comm> {
+    pub ck: &'k mut Checkpointer<'c, C>,
+    pub width: f64,
+    /// The last boundary shown.
+    pub shown: u64,
+}
+
+impl<C: Comm> Windows<'_, '_, C> {
+    /// Shows every boundary up to the one at or below `time` (a jump over a
+    /// million windows shows only the last million); whether one of them
+    /// wants a checkpoint.
+    pub fn reach(&mut self, time: f64) -> Result<bool, DesError> {
+        let b = if time.is_finite() { (time / self.width).floor() as u64 } else { self.shown };
+        self.show(b)
+    }
+
+    /// Shows every boundary up to `b`.
+    pub fn show(&mut self, b: u64) -> Result<bool, DesError> {
+        self.shown = self.shown.max(b.saturating_sub(1 << 20));
+        let mut due = false;
+        while self.shown < b {
+            self.shown += 1;
+            due |= self.ck.boundary(self.shown).map_err(err)?.checkpoint;
+        }
+        Ok(due)
+    }
+}
+
+/// Saves a cut (collective).
+pub(crate) fn save<C: Comm, S: Clone + Serialize>(
+    ck: &mut Checkpointer<'_, C>,
+    cut: Cut<'_, S>,
+    ranks: usize,
+) -> Result<(), DesError> {
+    let piece = Piece {
+        gvt: (crate::model::time_key(cut.time), 0, 0),
+        rounds: cut.boundary,
+        lps: cut.lps.iter().zip(&cut.map.mine).map(|(l, &id)| (id, l.state.clone(), l.count, l.seq)).collect(),
+        pending: cut.pending,
+        digest: cut.commits.digest,
+        committed: cut.commits.count,
+        clocks: cut.clocks,
+    };
+    let meta = serde_json::json!({"lps": piece.lps.len(), "pending": piece.pending.len()});
+    ck.save(cut.boundary, serde_json::json!(cut.time), meta, serde_json::json!({"ranks": ranks}), &piece).map_err(err)
 }
 
 /// Reads every old piece and keeps this rank's LPs and their events; rank
@@ -63,6 +151,7 @@ pub(crate) fn load<S: serde::de::DeserializeOwned, P: Payload>(
     r: &mut Restart,
     map: &LpMap,
     me: usize,
+    ranks: usize,
     seed: u64,
 ) -> Result<Restored<S, P>, DesError> {
     let mut lps: Vec<Option<Lp<S>>> = (0..map.mine.len()).map(|_| None).collect();
@@ -73,9 +162,14 @@ pub(crate) fn load<S: serde::de::DeserializeOwned, P: Payload>(
         pending: Vec::new(),
         digest: SetDigest::new(),
         committed: 0,
+        clocks: Vec::new(),
     };
+    let same_ranks = r.manifest.ranks == ranks;
     for k in 0..r.manifest.ranks {
         let p: Piece<S> = r.read(k).map_err(err)?;
+        if k == me && same_ranks {
+            out.clocks = p.clocks;
+        }
         out.gvt = Order { time: p.gvt.0, src: p.gvt.1, seq: p.gvt.2 };
         out.rounds = p.rounds;
         if me == 0 {
