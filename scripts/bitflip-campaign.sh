@@ -32,3 +32,5 @@ campaign() { # NAME UNIT LAST EVERY -- ARGS…
 campaign heat step 200 10 -- scenarios/heat2d.toml --set 'grid.size=[256,256]' --set grid.steps=200 \
   --set grid.png=false --set grid.output_every=0 --set 'grid.boundary="periodic"'
 campaign epidemic day 100 10 -- scenarios/epidemic.toml --set abm.agents=20000 --set abm.days=100
+campaign phold-cmb window 480 40 -- scenarios/phold.toml --set phold.lps=256 --set phold.end=50 \
+  --set des.engine=conservative

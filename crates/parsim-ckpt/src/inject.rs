@@ -55,8 +55,10 @@ pub enum Fault {
 }
 
 /// The boundaries of the engines whose state a `bitflip` corrupts (and
-/// whose invariants catch it): grid steps, epidemic days.
-const BITFLIP_UNITS: [&str; 2] = ["step", "day"];
+/// whose invariants catch it): grid steps, epidemic days, the windows of
+/// the sequential, CMB and window DES engines (an LP's event counter,
+/// caught by the conservation of events).
+const BITFLIP_UNITS: [&str; 3] = ["step", "day", "window"];
 
 /// The boundary names `--inject` understands.
 pub const UNITS: [&str; 5] = ["step", "day", "gvt", "superstep", "window"];
@@ -154,7 +156,8 @@ impl Injection {
         if matches!(self.fault, Fault::Bitflip { .. }) && !BITFLIP_UNITS.contains(&unit) {
             return Err(CkptError::Input(format!(
                 "--inject {}: this model has no silent-error check to catch a flipped bit (bit flips are \
-                 injected and caught in the grid's and the epidemic's state)",
+                 injected and caught in the grid's, the epidemic's and the sequential, conservative and window \
+                 DES engines' state; Time Warp's history would be corrupted with it)",
                 self.text
             )));
         }

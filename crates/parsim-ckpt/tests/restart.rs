@@ -259,6 +259,7 @@ fn bad_injections_are_refused() {
     assert!(i.check("step", 2).unwrap_err().to_string().contains("counts steps, not days"));
     let i = Injection::parse("bitflip:rank=0,gvt=3").unwrap();
     assert!(i.check("gvt", 2).unwrap_err().to_string().contains("no silent-error check"));
+    assert!(Injection::parse("bitflip:rank=0,window=3").unwrap().check("window", 2).is_ok());
     let i = Injection::parse("kill:rank=5,step=3").unwrap();
     assert!(i.check("step", 2).unwrap_err().to_string().contains("does not exist"));
 }

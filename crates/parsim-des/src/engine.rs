@@ -67,6 +67,8 @@ pub(crate) struct Lp<S> {
     pub count: u64,
     /// Events sent so far (the `seq` of the next send).
     pub seq: u64,
+    /// Of those, the ones not scheduled: at or after the end time.
+    pub dropped: u64,
 }
 
 /// The limits a `Ctx` checks sends against.
@@ -125,7 +127,7 @@ pub(crate) fn init_lps<M: Model>(
         if let Some(e) = ctx.error {
             return Err(e);
         }
-        lps.push(Lp { state, key: lp_key(seed, id), count: 0, seq: ctx.seq });
+        lps.push(Lp { state, key: lp_key(seed, id), count: 0, seq: ctx.seq, dropped: ctx.dropped });
     }
     Ok(lps)
 }
@@ -143,6 +145,7 @@ pub(crate) fn execute<M: Model>(
     model.on_event(&mut lp.state, ev, &mut ctx);
     lp.count += 1;
     lp.seq = ctx.seq;
+    lp.dropped += ctx.dropped;
     match ctx.error {
         None => Ok(()),
         Some(e) => Err(e),
@@ -295,6 +298,8 @@ pub(crate) fn finish<C: Comm, S>(
     map: &LpMap,
     lps: Vec<Lp<S>>,
 ) -> Result<Report<S>> {
+    // Nothing is pending at the end: every event sent was handled or fell past the end.
+    optimistic::resume::conservation(comm, lps.iter().map(|l| (l.count, l.seq, l.dropped)), 0)?;
     let all = comm.all_gather_value(&RankTotals { stats: local.clone(), digest: commits.digest })?;
     let mut total = DesStats::default();
     let mut digest = SetDigest::new();

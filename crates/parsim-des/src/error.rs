@@ -32,6 +32,10 @@ pub enum DesError {
     /// Time Warp cannot make progress within its memory limit.
     #[error("{0}")]
     NoProgress(String),
+    /// The state broke an invariant (a silent error): the run must roll
+    /// back to its last checkpoint.
+    #[error("invariant violated: {0}")]
+    Invariant(String),
     /// Communication failed.
     #[error(transparent)]
     Comm(#[from] CommError),

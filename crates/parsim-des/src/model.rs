@@ -180,6 +180,8 @@ pub struct Ctx<'a, P> {
     pub(crate) count: u64,
     pub(crate) rng: Option<Stream>,
     pub(crate) seq: u64,
+    /// Sends not scheduled because they fell at or after the end time.
+    pub(crate) dropped: u64,
     pub(crate) out: &'a mut Vec<Event<P>>,
     pub(crate) error: Option<DesError>,
     /// During `init` (time 0, no causing event): delays of 0 are allowed.
@@ -198,6 +200,7 @@ impl<'a, P: Clone> Ctx<'a, P> {
             count,
             rng: None,
             seq,
+            dropped: 0,
             out,
             error: None,
             initial: false,
@@ -253,6 +256,8 @@ impl<'a, P: Clone> Ctx<'a, P> {
         }
         if time < self.end {
             self.out.push(Event { time, dest, src: self.lp, seq, payload });
+        } else {
+            self.dropped += 1;
         }
     }
 

@@ -200,6 +200,28 @@ fn a_flipped_bit_is_detected_and_rolled_back() {
     );
     assert_eq!(s["digest"], EPI_DIGEST);
     assert!(s["checkpoint"]["relaunches"][0].as_str().unwrap().contains("invariant violated"), "{}", s["checkpoint"]);
+    // PHOLD on CMB: the conservation of events (sent = handled + pending +
+    // past the end) catches a flipped event counter.
+    let s = run(
+        &with(
+            CMB,
+            &[
+                "--ranks",
+                "2",
+                "--checkpoint-every",
+                "25",
+                "--inject",
+                "bitflip:rank=1,window=77",
+                "--auto-restart",
+                "1",
+                "--checkpoint-sync",
+            ],
+        ),
+        "flip-cmb",
+    );
+    assert_eq!(s["digest"], TW_DIGEST);
+    let why = s["checkpoint"]["relaunches"][0].as_str().unwrap();
+    assert!(why.contains("invariant violated: events not conserved"), "{why}");
 }
 
 #[test]

@@ -49,7 +49,7 @@ pub(crate) fn run<C: Comm, M: Model>(
     let mut windows = match ck {
         Some(ck) => {
             ck.decide_locally();
-            Some(resume::Windows { ck, width: window_width(model)?, shown: 0 })
+            Some(resume::Windows { ck, width: window_width(model)?, shown: 0, flip: false })
         }
         None => None,
     };
@@ -255,6 +255,9 @@ impl<'a, C: Comm, M: Model> Cmb<'a, C, M> {
             self.tell(if finished { f64::INFINITY } else { lvt + la })?;
             if let Some(w) = windows.as_mut() {
                 self.due |= w.reach(lvt.min(end))?;
+                if std::mem::take(&mut w.flip) {
+                    resume::flip_bit(&mut lps);
+                }
                 if self.comm.rank() == 0 && self.due && self.cut.is_none() && !finished {
                     self.due = false;
                     self.start_cut(w.width)?;
@@ -329,13 +332,13 @@ impl<'a, C: Comm, M: Model> Cmb<'a, C, M> {
         let cut = resume::Cut {
             boundary: b,
             time: t,
-            lps,
-            map: self.map,
+            gvt: (crate::model::time_key(t), 0, 0),
+            lps: resume::records(lps.iter().zip(self.map.mine.iter().copied())),
             pending: resume::pending_of(&mut self.q),
             commits: &self.commits,
             clocks,
         };
-        resume::save(w.ck, cut, p)?;
+        resume::save(self.comm, w.ck, cut)?;
         self.cut = None;
         Ok(())
     }

@@ -654,18 +654,16 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
         for ev in &live {
             self.pending.push(ev.clone());
         }
-        let piece = resume::Piece {
+        let cut = resume::Cut {
+            boundary: self.stats.gvt_rounds,
+            time: g.time_f64(),
             gvt: (g.time, g.src, g.seq),
-            rounds: self.stats.gvt_rounds,
-            lps: self.lps.iter().map(|h| (h.id, h.lp.state.clone(), h.lp.count, h.lp.seq)).collect(),
+            lps: resume::records(self.lps.iter().map(|h| (&h.lp, h.id))),
             pending: live.iter().map(resume::wire).collect(),
-            digest: self.commits.digest,
-            committed: self.commits.count,
+            commits: &self.commits,
             clocks: Vec::new(),
         };
-        let meta = serde_json::json!({"lps": piece.lps.len(), "pending": piece.pending.len()});
-        let partition = serde_json::json!({"ranks": self.comm.size()});
-        ck.save(self.stats.gvt_rounds, serde_json::json!(g.time_f64()), meta, partition, &piece).map_err(resume::err)
+        resume::save(self.comm, ck, cut)
     }
 
     /// Shows new GVT rounds to the checkpointer (firing injected faults);

@@ -45,7 +45,7 @@ pub(crate) fn run<C: Comm, M: Model, Q: PendingSet<M::Payload>>(
     let mut saver = match ck {
         Some(ck) => {
             ck.decide_locally();
-            Some(resume::Windows { ck, width: window_width(model)?, shown: 0 })
+            Some(resume::Windows { ck, width: window_width(model)?, shown: 0, flip: false })
         }
         None => None,
     };
@@ -64,7 +64,7 @@ pub(crate) fn run<C: Comm, M: Model, Q: PendingSet<M::Payload>>(
         comm.broadcast_value(0, &Command::Done(last, failure))?;
         outcome?
     } else {
-        follow(comm, saver.as_mut(), &map)?;
+        follow(comm, saver.as_mut())?;
         Vec::new()
     };
     stats.total_s = t0.elapsed().as_secs_f64();
@@ -72,7 +72,7 @@ pub(crate) fn run<C: Comm, M: Model, Q: PendingSet<M::Payload>>(
 }
 
 /// A rank other than 0: joins rank 0's checkpoints until it is done.
-fn follow<C: Comm>(comm: &C, mut saver: Option<&mut resume::Windows<'_, '_, C>>, map: &LpMap) -> Result<()> {
+fn follow<C: Comm>(comm: &C, mut saver: Option<&mut resume::Windows<'_, '_, C>>) -> Result<()> {
     let none = Commits::default();
     loop {
         match comm.broadcast_value(0, &Command::Done(0, None))? {
@@ -83,13 +83,13 @@ fn follow<C: Comm>(comm: &C, mut saver: Option<&mut resume::Windows<'_, '_, C>>,
                 let cut = resume::Cut::<()> {
                     boundary: b,
                     time: b as f64 * s.width,
-                    lps: &[],
-                    map,
+                    gvt: (crate::model::time_key(b as f64 * s.width), 0, 0),
+                    lps: Vec::new(),
                     pending: Vec::new(),
                     commits: &none,
                     clocks: Vec::new(),
                 };
-                resume::save(s.ck, cut, comm.size())?;
+                resume::save(comm, s.ck, cut)?;
             }
             Command::Done(b, failure) => {
                 if let Some(s) = saver.as_mut() {
@@ -140,18 +140,22 @@ fn main_loop<C: Comm, M: Model, Q: PendingSet<M::Payload>>(
         if time >= next_window {
             let s = saver.as_mut().expect("windows are counted with a checkpointer");
             let b = ((time / s.width).floor() as u64).max(s.shown + 1);
-            if s.show(b)? {
+            let due = s.show(b)?;
+            if std::mem::take(&mut s.flip) {
+                resume::flip_bit(&mut lps);
+            }
+            if due {
                 comm.broadcast_value(0, &Command::Checkpoint(b))?;
                 let cut = resume::Cut {
                     boundary: b,
                     time: b as f64 * s.width,
-                    lps: &lps,
-                    map,
+                    gvt: (crate::model::time_key(b as f64 * s.width), 0, 0),
+                    lps: resume::records(lps.iter().zip(map.mine.iter().copied())),
                     pending: resume::pending_of(&mut q),
                     commits,
                     clocks: Vec::new(),
                 };
-                resume::save(s.ck, cut, comm.size())?;
+                resume::save(comm, s.ck, cut)?;
             }
             next_window = (b + 1) as f64 * s.width;
         }

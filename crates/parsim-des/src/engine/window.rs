@@ -88,17 +88,21 @@ pub(crate) fn run<C: Comm, M: Model>(
         // Between two windows every event is in its destination's pending
         // set: nothing in flight, nothing speculative.
         if let Some(ck) = ck.as_mut() {
-            if ck.boundary(stats.gvt_rounds).map_err(resume::err)?.checkpoint {
+            let act = ck.boundary(stats.gvt_rounds).map_err(resume::err)?;
+            if act.bitflip {
+                resume::flip_bit(&mut lps);
+            }
+            if act.checkpoint {
                 let cut = resume::Cut {
                     boundary: stats.gvt_rounds,
                     time: lbts,
-                    lps: &lps,
-                    map: &map,
+                    gvt: (crate::model::time_key(lbts), 0, 0),
+                    lps: resume::records(lps.iter().zip(map.mine.iter().copied())),
                     pending: resume::pending_of(&mut q),
                     commits: &commits,
                     clocks: Vec::new(),
                 };
-                resume::save(ck, cut, p)?;
+                resume::save(comm, ck, cut)?;
             }
         }
         stats.gvt_rounds += 1;

@@ -31,6 +31,7 @@ pub(super) struct Saved<S> {
     pub index: u64,
     pub state: S,
     pub seq: u64,
+    pub dropped: u64,
 }
 
 pub(super) struct History<S, P> {
@@ -119,7 +120,8 @@ impl<S: Clone, P: Payload> History<S, P> {
             });
         }
         if !saving.reverse && (self.lp.count % saving.every == 0 || self.saved.is_empty()) {
-            self.saved.push_back(Saved { index: self.lp.count, state: self.lp.state.clone(), seq: self.lp.seq });
+            let lp = &self.lp;
+            self.saved.push_back(Saved { index: lp.count, state: lp.state.clone(), seq: lp.seq, dropped: lp.dropped });
         }
         let (seq0, n0) = (self.lp.seq, out.len());
         let error = execute(model, &mut self.lp, &ev, lim, out).err();
@@ -212,6 +214,8 @@ impl<S: Clone, P: Payload> History<S, P> {
             if saving.reverse {
                 model.reverse(&mut self.lp.state, &d.ev);
                 self.lp.count -= 1;
+                // What it sent and did not schedule: its sends less those logged.
+                self.lp.dropped -= self.lp.seq - d.seq0 - u64::from(d.sent);
                 self.lp.seq = d.seq0;
             }
             if !dropped {
@@ -229,6 +233,7 @@ impl<S: Clone, P: Payload> History<S, P> {
             self.lp.state = s.state.clone();
             self.lp.count = s.index;
             self.lp.seq = s.seq;
+            self.lp.dropped = s.dropped;
             // Coast forward: execute again, without sending, up to the target.
             let from = (s.index - self.base) as usize;
             for i in from..self.done.len() {

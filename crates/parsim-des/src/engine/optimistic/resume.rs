@@ -16,7 +16,7 @@ use parsim_core::SetDigest;
 use serde::{Deserialize, Serialize};
 
 use parsim_ckpt::Checkpointer;
-use parsim_comm::Comm;
+use parsim_comm::{Comm, ReduceOp};
 
 use crate::engine::{lp_key, Commits, Lp, LpMap};
 use crate::error::DesError;
@@ -34,8 +34,7 @@ pub(crate) struct Piece<S> {
     pub gvt: (u64, u32, u64),
     /// GVT rounds so far.
     pub rounds: u64,
-    /// (LP id, state, events handled, events sent).
-    pub lps: Vec<(u32, S, u64, u64)>,
+    pub lps: Vec<Record<S>>,
     pub pending: Vec<Wire>,
     /// This rank's committed events: digest and count.
     pub digest: SetDigest,
@@ -43,6 +42,42 @@ pub(crate) struct Piece<S> {
     /// CMB's channel clocks: per rank, (the promise last received from it,
     /// the promise last sent to it); empty for the other engines.
     pub clocks: Vec<(f64, f64)>,
+}
+
+/// An LP as saved: (id, state, events handled, events sent, of which not
+/// scheduled because at or after the end time).
+pub(crate) type Record<S> = (u32, S, u64, u64, u64);
+
+/// The records of `lps`, each with its id.
+pub(crate) fn records<'l, S: Clone + 'l>(lps: impl IntoIterator<Item = (&'l Lp<S>, u32)>) -> Vec<Record<S>> {
+    lps.into_iter().map(|(l, id)| (id, l.state.clone(), l.count, l.seq, l.dropped)).collect()
+}
+
+/// Checks the conservation of events over all ranks (collective): every
+/// event ever sent has been handled, is pending, or fell at or after the end
+/// time. Checked at every cut (before a checkpoint is saved) and at the end;
+/// a flipped event counter, a lost or a duplicated event breaks it.
+pub(crate) fn conservation<C: Comm>(
+    comm: &C,
+    lps: impl Iterator<Item = (u64, u64, u64)>,
+    pending: usize,
+) -> Result<(), DesError> {
+    let mut local = [0u64, 0, pending as u64, 0];
+    for (count, seq, dropped) in lps {
+        local[0] += seq;
+        local[1] += count;
+        local[3] += dropped;
+    }
+    let all = comm.all_reduce(&local, ReduceOp::Sum)?;
+    let (sent, handled, pending, dropped) = (all[0], all[1], all[2], all[3]);
+    let accounted = handled.wrapping_add(pending).wrapping_add(dropped);
+    if sent != accounted {
+        return Err(DesError::Invariant(format!(
+            "events not conserved: {sent} sent, but {handled} handled + {pending} pending + {dropped} past the end \
+             = {accounted}"
+        )));
+    }
+    Ok(())
 }
 
 pub(crate) fn wire<P: Payload>(ev: &Event<P>) -> Wire {
@@ -86,11 +121,12 @@ pub(crate) fn pending_of<P: Payload, Q: PendingSet<P>>(q: &mut Q) -> Vec<Wire> {
 
 /// What an engine saves at a window boundary.
 pub(crate) struct Cut<'a, S> {
-    /// The boundary (window or GVT round) and its simulated time.
+    /// The boundary (window or GVT round), its simulated time, and its
+    /// order (GVT's for Time Warp: time key, source, sequence).
     pub boundary: u64,
     pub time: f64,
-    pub lps: &'a [Lp<S>],
-    pub map: &'a LpMap,
+    pub gvt: (u64, u32, u64),
+    pub lps: Vec<Record<S>>,
     pub pending: Vec<Wire>,
     pub commits: &'a Commits,
     pub clocks: Vec<(f64, f64)>,
@@ -103,6 +139,8 @@ pub(crate) struct Windows<'k, 'c, C: Comm> {
     pub width: f64,
     /// The last boundary shown.
     pub shown: u64,
+    /// An injected bit flip is due (the engine flips and clears it).
+    pub flip: bool,
 }
 
 impl<C: Comm> Windows<'_, '_, C> {
@@ -120,29 +158,43 @@ impl<C: Comm> Windows<'_, '_, C> {
         let mut due = false;
         while self.shown < b {
             self.shown += 1;
-            due |= self.ck.boundary(self.shown).map_err(err)?.checkpoint;
+            let act = self.ck.boundary(self.shown).map_err(err)?;
+            due |= act.checkpoint;
+            self.flip |= act.bitflip;
         }
         Ok(due)
     }
 }
 
+/// An injected silent error: the lowest bit of one LP's event counter
+/// flips (it keys the LP's random stream, so the run's result would change
+/// unnoticed); the conservation of events catches it at the next cut.
+pub(crate) fn flip_bit<S>(lps: &mut [Lp<S>]) {
+    if let Some(lp) = lps.first_mut() {
+        lp.count ^= 1;
+    }
+}
+
 /// Saves a cut (collective).
 pub(crate) fn save<C: Comm, S: Clone + Serialize>(
+    comm: &C,
     ck: &mut Checkpointer<'_, C>,
     cut: Cut<'_, S>,
-    ranks: usize,
 ) -> Result<(), DesError> {
+    // A silent error must not reach a checkpoint.
+    conservation(comm, cut.lps.iter().map(|r| (r.2, r.3, r.4)), cut.pending.len())?;
     let piece = Piece {
-        gvt: (crate::model::time_key(cut.time), 0, 0),
+        gvt: cut.gvt,
         rounds: cut.boundary,
-        lps: cut.lps.iter().zip(&cut.map.mine).map(|(l, &id)| (id, l.state.clone(), l.count, l.seq)).collect(),
+        lps: cut.lps,
         pending: cut.pending,
         digest: cut.commits.digest,
         committed: cut.commits.count,
         clocks: cut.clocks,
     };
     let meta = serde_json::json!({"lps": piece.lps.len(), "pending": piece.pending.len()});
-    ck.save(cut.boundary, serde_json::json!(cut.time), meta, serde_json::json!({"ranks": ranks}), &piece).map_err(err)
+    let (position, partition) = (serde_json::json!(cut.time), serde_json::json!({"ranks": comm.size()}));
+    ck.save(cut.boundary, position, meta, partition, &piece).map_err(err)
 }
 
 /// Reads every old piece and keeps this rank's LPs and their events; rank
@@ -176,12 +228,12 @@ pub(crate) fn load<S: serde::de::DeserializeOwned, P: Payload>(
             out.digest.merge(&p.digest);
             out.committed += p.committed;
         }
-        for (id, state, count, seq) in p.lps {
+        for (id, state, count, seq, dropped) in p.lps {
             let Some(&owner) = map.owner.get(id as usize) else {
                 return Err(DesError::Config(format!("the checkpoint holds LP {id}, beyond the model's LPs")));
             };
             if owner as usize == me {
-                lps[map.local[id as usize] as usize] = Some(Lp { state, key: lp_key(seed, id), count, seq });
+                lps[map.local[id as usize] as usize] = Some(Lp { state, key: lp_key(seed, id), count, seq, dropped });
             }
         }
         for (time, dest, src, seq, bytes) in p.pending {
