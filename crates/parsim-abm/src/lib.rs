@@ -18,6 +18,10 @@
 //! - [`SeirConfig`]: β, progression ([`Variant`]), seeds, horizon, and
 //!   interventions — [`Closure`] of a layer, [`Vaccination`], [`Isolation`]
 //!   of detected cases.
+//! - [`space`]: agents in continuous 2-D or 3-D space (your own rule, or
+//!   the built-in [`space::crowd`] and [`space::flock`]) that migrate
+//!   between ranks as they move, with interest management and dynamic
+//!   load balancing.
 //! - [`report::Outcome`]: attack rate, peaks, observed growth rate and R0;
 //!   [`theory::Theory`]: the spec's analytic predictions for the graph's own
 //!   degree distribution.
@@ -53,6 +57,7 @@ pub mod population;
 pub mod report;
 mod resume;
 pub mod seir;
+pub mod space;
 pub mod theory;
 
 pub use config::{Closure, Isolation, SeirConfig, Vaccination, Variant};

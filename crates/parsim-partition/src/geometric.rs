@@ -94,8 +94,15 @@ fn rcb_rec(c: &[f64], dim: usize, load: &[f64], ids: &mut [u32], fractions: &[f6
     rcb_rec(c, dim, load, b, &fractions[k1..], first + k1 as u32, out);
 }
 
-/// The Hilbert index of 2-D grid point (x, y) on a 2^order grid.
-fn hilbert2(mut x: u64, mut y: u64, order: u32) -> u64 {
+/// The Hilbert index of 2-D grid point (x, y) on a 2^order grid
+/// (`order` ≥ 1; x, y < 2^order).
+///
+/// ```
+/// use parsim_partition::geometric::hilbert2;
+/// let order: Vec<u64> = [(0, 0), (0, 1), (1, 1), (1, 0)].iter().map(|&(x, y)| hilbert2(x, y, 1)).collect();
+/// assert_eq!(order, [0, 1, 2, 3]);
+/// ```
+pub fn hilbert2(mut x: u64, mut y: u64, order: u32) -> u64 {
     let mut d = 0u64;
     let mut s = 1u64 << (order - 1);
     while s > 0 {
@@ -115,8 +122,9 @@ fn hilbert2(mut x: u64, mut y: u64, order: u32) -> u64 {
     d
 }
 
-/// The Hilbert index of 3-D grid point `p` on a 2^bits grid (Skilling's transform).
-fn hilbert3(p: [u32; 3], bits: u32) -> u64 {
+/// The Hilbert index of 3-D grid point `p` on a 2^bits grid (Skilling's
+/// transform; `bits` ≥ 1, coordinates < 2^bits).
+pub fn hilbert3(p: [u32; 3], bits: u32) -> u64 {
     let mut x = p;
     let m = 1u32 << (bits - 1);
     // Inverse undo.

@@ -4,5 +4,6 @@ mod agents;
 mod determinism;
 mod interventions;
 mod population;
+mod space;
 mod statistics;
 mod support;
