@@ -9,6 +9,10 @@
 //!   data written at or after boundary S gets flipped bytes.
 //! - `bitflip:rank=R,step=S` — rank R silently corrupts one value of its
 //!   state at boundary S (the engine decides which).
+//! - `slow:rank=R,factor=F` — rank R computes F times as slowly for the
+//!   whole run (heterogeneous or shared hardware), for the engines that
+//!   balance load (agents in space): measured-time balancing must move
+//!   work away from it.
 //!
 //! Faults fire only in a run's first attempt: a restarted run is not killed
 //! again at the same place.
@@ -52,6 +56,13 @@ pub enum Fault {
         /// The boundary.
         at: u64,
     },
+    /// Make a rank slower.
+    Slow {
+        /// The rank.
+        rank: usize,
+        /// How many times slower (> 1).
+        factor: f64,
+    },
 }
 
 /// The boundaries of the engines whose state a `bitflip` corrupts (and
@@ -88,17 +99,25 @@ impl Injection {
         let bad = |why: String| {
             CkptError::Input(format!(
                 "--inject {s}: {why} (examples: kill:rank=1,step=50; kill:rank=0,step=50,when=write; \
-                 corrupt:level=1,rank=0; bitflip:rank=1,step=30)"
+                 corrupt:level=1,rank=0; bitflip:rank=1,step=30; slow:rank=1,factor=2)"
             ))
         };
         let (kind, rest) = s.split_once(':').ok_or_else(|| bad("expected KIND:key=value,…".into()))?;
         let (mut rank, mut level, mut at, mut unit, mut when) = (None, None, None, None, KillWhen::Boundary);
+        let mut factor = None;
         for kv in rest.split(',').filter(|p| !p.is_empty()) {
             let (k, v) = kv.split_once('=').ok_or_else(|| bad(format!("\"{kv}\" is not key=value")))?;
             let num = || v.trim().parse::<u64>().map_err(|_| bad(format!("{k}={v}: not a non-negative integer")));
             match k.trim() {
                 "rank" => rank = Some(num()? as usize),
                 "level" => level = Some(num()?),
+                "factor" => {
+                    let f = v.trim().parse::<f64>().map_err(|_| bad(format!("factor={v}: not a number")))?;
+                    if !(1.0..=1000.0).contains(&f) {
+                        return Err(bad(format!("factor={v}: expected a slowdown in 1..=1000")));
+                    }
+                    factor = Some(f);
+                }
                 "when" => {
                     when = match v.trim() {
                         "write" => KillWhen::Write,
@@ -115,7 +134,7 @@ impl Injection {
                 }
                 other => {
                     return Err(bad(format!(
-                        "unknown key \"{other}\" (known: rank, level, when, {})",
+                        "unknown key \"{other}\" (known: rank, level, when, factor, {})",
                         UNITS.join(", ")
                     )))
                 }
@@ -138,7 +157,8 @@ impl Injection {
             "bitflip" => {
                 Fault::Bitflip { rank, at: at.ok_or_else(|| bad("the boundary (step=, day= …) is missing".into()))? }
             }
-            other => return Err(bad(format!("unknown kind \"{other}\" (kill, corrupt, bitflip)"))),
+            "slow" => Fault::Slow { rank, factor: factor.ok_or_else(|| bad("factor= is missing".into()))? },
+            other => return Err(bad(format!("unknown kind \"{other}\" (kill, corrupt, bitflip, slow)"))),
         };
         Ok(Injection { fault, unit, text: s.to_string() })
     }
@@ -162,7 +182,10 @@ impl Injection {
             )));
         }
         let rank = match self.fault {
-            Fault::Kill { rank, .. } | Fault::Corrupt { rank, .. } | Fault::Bitflip { rank, .. } => rank,
+            Fault::Kill { rank, .. }
+            | Fault::Corrupt { rank, .. }
+            | Fault::Bitflip { rank, .. }
+            | Fault::Slow { rank, .. } => rank,
         };
         if rank >= ranks {
             return Err(CkptError::Input(format!(

@@ -6,6 +6,7 @@ pub mod des;
 pub mod epidemic;
 pub mod grid;
 pub mod ring;
+pub mod space;
 
 use parsim::{BoxError, Experiment, InputError, Model, Outcome, Rank, RunSettings, Scenario};
 use parsim_comm::Comm;
@@ -13,7 +14,7 @@ use parsim_core::Digest;
 use serde_json::Value;
 
 /// The names `[run] model` takes.
-pub const NAMES: [&str; 5] = ["ring", "grid", "phold", "queues", "epidemic"];
+pub const NAMES: [&str; 7] = ["ring", "grid", "phold", "queues", "epidemic", "crowd", "flock"];
 
 /// What a built-in model's rank function hands back.
 pub struct ModelOutput {
@@ -129,6 +130,39 @@ impl Model for Epidemic {
     }
 }
 
+/// `model = "crowd"` or `"flock"`: agents in continuous space (`[space]`,
+/// the rule's table, `[lb]`).
+pub struct Space<R>(pub &'static str, std::marker::PhantomData<R>);
+
+impl<R> Model for Space<R>
+where
+    R: parsim_abm::space::Rule + Clone + Send + Sync + serde::Serialize + serde::de::DeserializeOwned + 'static,
+{
+    type Params = space::SpaceSetup<R>;
+    fn name(&self) -> &str {
+        self.0
+    }
+    fn table(&self) -> &str {
+        "space"
+    }
+    fn describe(&self, p: &Self::Params, ranks: usize) -> String {
+        p.describe(self.0, ranks)
+    }
+    fn run<C: Comm>(&self, p: &Self::Params, rank: &mut Rank<'_, C>) -> Result<Outcome, BoxError> {
+        let out = rank.writes_outputs().then(|| rank.out_dir());
+        Ok(space::run(rank.comm(), self.0, p, rank.seed(), rank.slowdown(), out)?)
+    }
+}
+
+fn space_experiment<R>(name: &'static str) -> Experiment<Space<R>>
+where
+    R: parsim_abm::space::Rule + Clone + Send + Sync + serde::Serialize + serde::de::DeserializeOwned + 'static,
+{
+    Experiment::with_reader(Space(name, std::marker::PhantomData), move |sc, _| {
+        space::SpaceSetup::from_scenario(sc, name)
+    })
+}
+
 /// Something to do with one built-in model's experiment (`run`, `sweep`).
 pub trait WithModel {
     /// What it returns.
@@ -146,6 +180,8 @@ pub fn dispatch<W: WithModel>(name: &str, w: W) -> W::Out {
             let name = if name == "phold" { "phold" } else { "queues" };
             w.with(Experiment::with_reader(Des(name), move |sc, _| des::DesSetup::from_scenario(sc, name)))
         }
+        "crowd" => w.with(space_experiment::<parsim_abm::space::crowd::Crowd>("crowd")),
+        "flock" => w.with(space_experiment::<parsim_abm::space::flock::Flock>("flock")),
         _ => w.with(epidemic_experiment()),
     }
 }

@@ -248,6 +248,16 @@ impl<'a, C: Comm> Rank<'a, C> {
         Ok(Some(ck))
     }
 
+    /// The slowdown `--inject slow:rank=R,factor=F` asks of this run, as
+    /// (R, F), for engines that balance load (they make rank R F times
+    /// slower; measured-time balancing then moves work away from it).
+    pub fn slowdown(&self) -> Option<(usize, f64)> {
+        self.resilience?.options.inject.iter().find_map(|i| match i.fault {
+            parsim_ckpt::Fault::Slow { rank, factor } => Some((rank, factor)),
+            _ => None,
+        })
+    }
+
     /// Waits for the checkpointer's background writes and records what
     /// checkpointing cost (the summary's `checkpoint` section).
     pub fn checkpoints_done(&self, ck: Option<parsim_ckpt::Checkpointer<'a, C>>) {
@@ -327,6 +337,7 @@ pub struct Outcome {
     pub(crate) metrics: Map<String, Value>,
     pub(crate) non_finite: Vec<String>,
     pub(crate) lines: Vec<String>,
+    pub(crate) sections: Map<String, Value>,
 }
 
 impl Outcome {
@@ -377,6 +388,18 @@ impl Outcome {
         if let Value::Object(m) = obj {
             self.metrics.extend(m);
         }
+        self
+    }
+
+    /// A section of its own at the top of `summary.json` (`"lb"`, say),
+    /// beside `metrics`; it cannot replace a key the front door writes.
+    ///
+    /// ```
+    /// let o = parsim::Outcome::new().section("lb", serde_json::json!({ "rebalances": 2 }));
+    /// assert!(o.metrics_map().is_empty());
+    /// ```
+    pub fn section(mut self, name: &str, value: Value) -> Self {
+        self.sections.insert(name.to_string(), value);
         self
     }
 

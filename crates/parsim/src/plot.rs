@@ -364,6 +364,7 @@ pub struct Heatmap {
     x_label: String,
     y_label: String,
     value_label: String,
+    lines: Vec<[(f64, f64); 2]>,
 }
 
 impl Heatmap {
@@ -376,7 +377,22 @@ impl Heatmap {
             x_label: "x (cells)".into(),
             y_label: "y (cells)".into(),
             value_label: value_label.into(),
+            lines: Vec::new(),
         }
+    }
+
+    /// Axis labels (with units) instead of "x (cells)", "y (cells)".
+    pub fn axes(mut self, x: &str, y: &str) -> Self {
+        self.x_label = x.into();
+        self.y_label = y.into();
+        self
+    }
+
+    /// Line segments drawn over the field (a partition's boundaries, say),
+    /// in the slice's coordinates (cells × stride).
+    pub fn lines(mut self, segments: Vec<[(f64, f64); 2]>) -> Self {
+        self.lines = segments;
+        self
     }
 
     /// Writes it: SVG for `.svg`, PNG otherwise (atomically).
@@ -436,6 +452,9 @@ impl Picture for Heatmap {
                 let (x0, y0) = ((x * s.stride) as f64, (y * s.stride) as f64);
                 (!v.is_nan()).then(|| Rectangle::new([(x0, y0), (x0 + cell, y0 + cell)], RGBColor(r, g, b).filled()))
             }))
+            .map_err(plot_err)?;
+        chart
+            .draw_series(self.lines.iter().map(|&[a, b]| PathElement::new(vec![a, b], RED.stroke_width(2))))
             .map_err(plot_err)?;
         let top = if hi > lo { hi } else { lo + 1.0 };
         let mut scale = ChartBuilder::on(&bar)

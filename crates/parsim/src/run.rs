@@ -306,6 +306,11 @@ fn summary_json<P>(
     if let Some(p) = &plan.params_json {
         s["params"] = p.clone();
     }
+    for (k, v) in &out.sections {
+        if s.get(k).is_none() {
+            s[k.as_str()] = v.clone();
+        }
+    }
     s
 }
 

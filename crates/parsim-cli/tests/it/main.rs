@@ -8,6 +8,7 @@ mod partition;
 mod pinned;
 mod resilience;
 mod ring;
+mod space;
 mod support;
 mod sweep;
 mod trace;
