@@ -171,6 +171,27 @@ enum BenchWhat {
         #[arg(long, default_value_t = 3)]
         reps: usize,
     },
+    /// Load balancing on the gathering crowd (each strategy against none, also with a slowed rank), interest management against broadcast, and the framework's overhead against a plain loop.
+    #[command(
+        after_help = "Examples:\n  parsim bench lb --quick\n  parsim bench lb --agents 200000 --steps 400 --reps 3 --out bench-lb.json"
+    )]
+    Lb {
+        /// Where to write the JSON report.
+        #[arg(long, default_value = "bench-lb.json")]
+        out: PathBuf,
+        /// Agents in the crowd (one per m²).
+        #[arg(long, default_value_t = 100_000)]
+        agents: u64,
+        /// Steps (the attraction opens at a twentieth of them).
+        #[arg(long, default_value_t = 300)]
+        steps: u64,
+        /// Repetitions (the median is reported).
+        #[arg(long, default_value_t = 1)]
+        reps: usize,
+        /// A small crowd (a smoke test, not a measurement).
+        #[arg(long)]
+        quick: bool,
+    },
     /// Committed events per second of every DES engine on PHOLD's std configuration, at 1 and 2 ranks.
     #[command(
         after_help = "Examples:\n  parsim bench phold --quick\n  parsim bench phold --reps 5 --out bench-phold.json"
@@ -370,6 +391,9 @@ fn main() -> ExitCode {
             bench::checkpoint::run_bench(out, quick, reps.max(1))
         }
         Command::Bench { what: BenchWhat::Stencil { out, quick } } => bench::stencil::run(out, quick),
+        Command::Bench { what: BenchWhat::Lb { out, agents, steps, reps, quick } } => {
+            bench::lb::run(out, agents, steps, reps.max(1), quick)
+        }
         Command::Bench { what: BenchWhat::Sweep { out, quick, reps } } => bench::sweep::run(out, quick, reps.max(1)),
         Command::Bench { what: BenchWhat::Epidemic { agents, ranks, backend, reps, out, quick } } => {
             parse_backend(&backend, "--backend").map_err(anyhow::Error::from).and_then(|b| {

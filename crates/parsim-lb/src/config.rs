@@ -32,7 +32,9 @@ pub enum When {
     Threshold,
     /// When the time the new map is predicted to save over the next
     /// interval exceeds the measured cost of the last rebalance
-    /// (Charm++'s MetaBalancer rule).
+    /// (Charm++'s MetaBalancer rule; λ above 1.02, timing noise, and no
+    /// threshold otherwise; the first rebalance, with no cost measured
+    /// yet, happens as soon as it saves anything).
     Auto,
 }
 

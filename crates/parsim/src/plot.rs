@@ -57,12 +57,18 @@ pub struct Series {
     colour: Option<RGBColor>,
     markers: bool,
     bars: bool,
+    points_only: bool,
 }
 
 impl Series {
     /// A line through `points` (x, y), named `name` in the legend.
     pub fn line(name: &str, points: Vec<(f64, f64)>) -> Self {
-        Series { name: name.into(), points, band: None, colour: None, markers: false, bars: false }
+        Series { name: name.into(), points, band: None, colour: None, markers: false, bars: false, points_only: false }
+    }
+
+    /// Markers at `points`, not joined (events: a rebalance, a restart).
+    pub fn points(name: &str, points: Vec<(f64, f64)>) -> Self {
+        Series { points_only: true, markers: true, ..Series::line(name, points) }
     }
 
     /// Vertical bars from 0 to y at each x (counts per day).
@@ -302,6 +308,12 @@ fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, p: &Panel, x: (
                 .map_err(plot_err)?
                 .label(s.name.as_str())
                 .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 16, y + 6)], c.filled()));
+        } else if s.points_only {
+            chart
+                .draw_series(s.points.iter().map(|&pt| Circle::new(pt, 6, c.filled())))
+                .map_err(plot_err)?
+                .label(s.name.as_str())
+                .legend(move |(x, y)| Circle::new((x + 9, y), 6, c.filled()));
         } else {
             chart
                 .draw_series(LineSeries::new(s.points.iter().copied(), c.stroke_width(2)))

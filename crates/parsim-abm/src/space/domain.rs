@@ -174,6 +174,40 @@ impl Domain {
         out
     }
 
+    /// The cells within one cell of `c` (itself included), each once,
+    /// ascending: what a neighbour search within r visits.
+    #[inline]
+    pub fn neighbour_cells(&self, c: [u32; 3], out: &mut Vec<usize>) {
+        out.clear();
+        let n = self.cells;
+        let interior = (0..self.dim).all(|a| c[a] >= 1 && c[a] + 1 < n[a]);
+        let zs: &[i64] = if self.dim == 3 { &[-1, 0, 1] } else { &[0] };
+        if interior {
+            let (sy, sz) = (n[0] as i64, n[0] as i64 * n[1] as i64);
+            let base = self.cell_index(c) as i64;
+            for &dz in zs {
+                for dy in -1..=1i64 {
+                    for dx in -1..=1i64 {
+                        out.push((base + dx + dy * sy + dz * sz) as usize);
+                    }
+                }
+            }
+            return;
+        }
+        for &dz in zs {
+            for dy in -1..=1i64 {
+                for dx in -1..=1i64 {
+                    let o = [i64::from(c[0]) + dx, i64::from(c[1]) + dy, i64::from(c[2]) + dz];
+                    if let Some(x) = self.fold(o) {
+                        out.push(self.cell_index(x));
+                    }
+                }
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+    }
+
     /// A cell coordinate that may lie outside the grid, wrapped (periodic)
     /// or dropped (walls).
     #[inline]

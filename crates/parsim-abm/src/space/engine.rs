@@ -86,7 +86,7 @@ pub struct SpaceStats {
 pub struct SpaceRun<S> {
     /// The digest of every agent's final state (any p, any balancing).
     pub digest: Digest,
-    /// This rank's agents at the end, by (chunk, id).
+    /// This rank's agents at the end, grouped by chunk.
     pub agents: Vec<Agent<S>>,
     /// The final chunk → rank map.
     pub owner: Vec<u32>,
@@ -121,31 +121,71 @@ fn exchange<C: Comm, S: Serialize + serde::de::DeserializeOwned>(
     Ok((all, bytes))
 }
 
+/// Agents grouped by chunk (a stable counting sort): the agents and the
+/// chunk of each.
+fn group<S>(domain: &Domain, agents: Vec<Agent<S>>) -> (Vec<Agent<S>>, Vec<u32>) {
+    let chunks: Vec<u32> = agents.iter().map(|a| domain.chunk_of(&a.pos) as u32).collect();
+    group_by(agents, chunks, domain.n_chunks())
+}
+
+fn group_by<S>(agents: Vec<Agent<S>>, chunks: Vec<u32>, n: usize) -> (Vec<Agent<S>>, Vec<u32>) {
+    if chunks.windows(2).all(|w| w[0] <= w[1]) {
+        return (agents, chunks);
+    }
+    let mut start = vec![0usize; n + 1];
+    for &c in &chunks {
+        start[c as usize + 1] += 1;
+    }
+    for i in 0..n {
+        start[i + 1] += start[i];
+    }
+    let mut slot: Vec<usize> = vec![0; agents.len()];
+    for (i, &c) in chunks.iter().enumerate() {
+        slot[i] = start[c as usize];
+        start[c as usize] += 1;
+    }
+    let mut out: Vec<Option<Agent<S>>> = (0..agents.len()).map(|_| None).collect();
+    let mut oc = vec![0u32; agents.len()];
+    for ((a, c), s) in agents.into_iter().zip(chunks).zip(slot) {
+        out[s] = Some(a);
+        oc[s] = c;
+    }
+    (out.into_iter().map(|a| a.expect("every slot filled once")).collect(), oc)
+}
+
 /// Sends every agent whose chunk `map` gives to another rank there; returns
-/// this rank's agents by (chunk, id), how many left, and the bytes sent.
+/// this rank's agents grouped by chunk (with the chunks), how many left,
+/// and the bytes sent.
 fn migrate<C: Comm, S: Serialize + serde::de::DeserializeOwned>(
     comm: &C,
     domain: &Domain,
     agents: Vec<Agent<S>>,
     map: &[u32],
-) -> Result<(Vec<Agent<S>>, u64, u64)> {
+) -> Result<(Vec<Agent<S>>, Vec<u32>, u64, u64)> {
     let me = comm.rank();
     let mut out: Vec<Vec<Agent<S>>> = (0..comm.size()).map(|_| Vec::new()).collect();
     let mut keep = Vec::with_capacity(agents.len());
+    let mut chunks = Vec::with_capacity(agents.len());
     let mut sent = 0;
     for a in agents {
-        let q = map[domain.chunk_of(&a.pos)] as usize;
+        let c = domain.chunk_of(&a.pos);
+        let q = map[c] as usize;
         if q == me {
             keep.push(a);
+            chunks.push(c as u32);
         } else {
             sent += 1;
             out[q].push(a);
         }
     }
-    let (arrived, bytes) = comm.clock().in_phase(Phase::Comm, || exchange(comm, out))?;
-    keep.extend(arrived);
-    keep.sort_unstable_by_key(|a| (domain.chunk_of(&a.pos), a.id));
-    Ok((keep, sent, bytes))
+    let (arrived, bytes) =
+        if comm.size() > 1 { comm.clock().in_phase(Phase::Comm, || exchange(comm, out))? } else { (Vec::new(), 0) };
+    for a in arrived {
+        chunks.push(domain.chunk_of(&a.pos) as u32);
+        keep.push(a);
+    }
+    let (keep, chunks) = group_by(keep, chunks, domain.n_chunks());
+    Ok((keep, chunks, sent, bytes))
 }
 
 fn agent_digest<S: Serialize>(a: &Agent<S>) -> Result<u64> {
@@ -201,26 +241,19 @@ pub fn run<C: Comm, R: Rule>(
         }
         out[owner[domain.chunk_of(&a.pos)] as usize].push(a);
     }
-    let (mut local, _) = clock.in_phase(Phase::Comm, || exchange(comm, out))?;
-    local.sort_unstable_by_key(|a| (domain.chunk_of(&a.pos), a.id));
+    let (arrived, _) = clock.in_phase(Phase::Comm, || exchange(comm, out))?;
+    let (mut local, mut lchunk) = group(domain, arrived);
 
     let r2 = domain.radius * domain.radius;
     let n_cells = domain.n_cells();
     let mut eff_sum = 0.0;
     let (mut pairs, mut ghost_updates, mut broadcast, mut ghost_bytes, mut moved) = (0u64, 0u64, 0u64, 0u64, 0u64);
-    let mut offsets: Vec<[i64; 3]> = Vec::new();
-    let zr = if domain.dim == 3 { -1..=1 } else { 0..=0 };
-    for dz in zr {
-        for dy in -1..=1i64 {
-            for dx in -1..=1i64 {
-                offsets.push([dx, dy, dz]);
-            }
-        }
-    }
     let mut start = vec![0u32; n_cells + 1];
     for step in 0..cfg.steps {
         // 1. Ghosts to the ranks subscribed to each agent's cell.
-        let ghosts = {
+        let ghosts = if p == 1 {
+            Vec::new()
+        } else {
             let _c = clock.enter(Phase::Comm);
             let mut out: Vec<Vec<Agent<R::State>>> = (0..p).map(|_| Vec::new()).collect();
             for a in &local {
@@ -237,11 +270,12 @@ pub fn run<C: Comm, R: Rule>(
             ghost_bytes += b;
             g
         };
-        // 2. A cell index over own agents and ghosts.
+        // 2. A cell index over own agents and ghosts (own agents first).
         let t_index = Instant::now();
         let nl = local.len();
-        let cell_of = |a: &Agent<R::State>| domain.cell_index(domain.cell_of(&a.pos));
-        let cells: Vec<u32> = local.iter().chain(&ghosts).map(|a| cell_of(a) as u32).collect();
+        let mut all = std::mem::take(&mut local);
+        all.extend(ghosts);
+        let cells: Vec<u32> = all.iter().map(|a| domain.cell_index(domain.cell_of(&a.pos)) as u32).collect();
         start.iter_mut().for_each(|s| *s = 0);
         for &c in &cells {
             start[c as usize + 1] += 1;
@@ -255,14 +289,6 @@ pub fn run<C: Comm, R: Rule>(
             items[fill[c as usize] as usize] = i as u32;
             fill[c as usize] += 1;
         }
-        let at = |i: u32| -> &Agent<R::State> {
-            let i = i as usize;
-            if i < nl {
-                &local[i]
-            } else {
-                &ghosts[i - nl]
-            }
-        };
         let index_s = t_index.elapsed().as_secs_f64();
         // 3. The synchronous update, chunk by chunk (each timed).
         let mut next: Vec<Agent<R::State>> = Vec::with_capacity(nl);
@@ -273,26 +299,16 @@ pub fn run<C: Comm, R: Rule>(
             let mut ncells: Vec<usize> = Vec::with_capacity(27);
             let mut i = 0;
             while i < nl {
-                let chunk = domain.chunk_of(&local[i].pos);
+                let chunk = lchunk[i];
                 let t = Instant::now();
                 let mut count = 0u64;
-                while i < nl && domain.chunk_of(&local[i].pos) == chunk {
-                    let me_a = &local[i];
-                    let c = domain.cell_of(&me_a.pos);
-                    ncells.clear();
-                    for o in &offsets {
-                        if let Some(x) =
-                            domain.fold([i64::from(c[0]) + o[0], i64::from(c[1]) + o[1], i64::from(c[2]) + o[2]])
-                        {
-                            ncells.push(domain.cell_index(x));
-                        }
-                    }
-                    ncells.sort_unstable();
-                    ncells.dedup();
+                while i < nl && lchunk[i] == chunk {
+                    let me_a = &all[i];
+                    domain.neighbour_cells(domain.cell_of(&me_a.pos), &mut ncells);
                     near.clear();
                     for &nc in &ncells {
                         for &j in &items[start[nc] as usize..start[nc + 1] as usize] {
-                            let o = at(j);
+                            let o = &all[j as usize];
                             if o.id == me_a.id {
                                 continue;
                             }
@@ -335,13 +351,13 @@ pub fn run<C: Comm, R: Rule>(
                     }
                 }
                 my_compute += secs;
-                lb.record(chunk, secs, count as f64);
+                lb.record(chunk as usize, secs, count as f64);
             }
         }
-        drop(ghosts);
+        drop(all);
         // 4. Agents that crossed into another rank's chunk migrate.
-        let (kept, sent, _) = migrate(comm, domain, next, &owner)?;
-        local = kept;
+        let (kept, chunks, sent, _) = migrate(comm, domain, next, &owner)?;
+        (local, lchunk) = (kept, chunks);
         moved += sent;
         // Per-step efficiency: mean / max compute.
         let times = comm.all_gather(vec![my_compute])?;
@@ -362,8 +378,8 @@ pub fn run<C: Comm, R: Rule>(
         // 5. Balancing at the step boundary.
         if let Some(new) = lb.check(comm, step + 1, &owner)? {
             let t = Instant::now();
-            let (kept, _, bytes) = migrate(comm, domain, local, &new)?;
-            local = kept;
+            let (kept, chunks, _, bytes) = migrate(comm, domain, local, &new)?;
+            (local, lchunk) = (kept, chunks);
             owner = new;
             routing = Routing::new(domain, &owner, p);
             stats.match_s += routing.match_s;

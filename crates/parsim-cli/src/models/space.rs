@@ -223,8 +223,8 @@ fn lb_png(path: &Path, name: &str, s: &parsim_lb::Stats) -> Result<(), parsim::E
         .series(Series::line("λ measured over each interval", lambda).markers());
     if !before.is_empty() {
         panel = panel
-            .series(Series::line("rebalance: λ before", before).markers())
-            .series(Series::line("rebalance: λ of the same loads on the new map", after).markers());
+            .series(Series::points("rebalance: λ before", before))
+            .series(Series::points("rebalance: λ of the same loads on the new map", after));
     }
     Chart::new(&format!("{name}: load imbalance, strategy {} ({} rebalances)", s.strategy, s.rebalances))
         .panel(panel)
