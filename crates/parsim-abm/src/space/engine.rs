@@ -153,15 +153,25 @@ fn group_by<S>(agents: Vec<Agent<S>>, chunks: Vec<u32>, n: usize) -> (Vec<Agent<
     (out.into_iter().map(|a| a.expect("every slot filled once")).collect(), oc)
 }
 
-/// Sends every agent whose chunk `map` gives to another rank there; returns
-/// this rank's agents grouped by chunk (with the chunks), how many left,
-/// and the bytes sent.
+/// What a migration leaves on a rank.
+struct Moved<S> {
+    /// The rank's agents, grouped by chunk.
+    agents: Vec<Agent<S>>,
+    /// The chunk of each.
+    chunks: Vec<u32>,
+    /// Agents that left.
+    sent: u64,
+    /// Bytes sent.
+    bytes: u64,
+}
+
+/// Sends every agent whose chunk `map` gives to another rank there.
 fn migrate<C: Comm, S: Serialize + serde::de::DeserializeOwned>(
     comm: &C,
     domain: &Domain,
     agents: Vec<Agent<S>>,
     map: &[u32],
-) -> Result<(Vec<Agent<S>>, Vec<u32>, u64, u64)> {
+) -> Result<Moved<S>> {
     let me = comm.rank();
     let mut out: Vec<Vec<Agent<S>>> = (0..comm.size()).map(|_| Vec::new()).collect();
     let mut keep = Vec::with_capacity(agents.len());
@@ -184,8 +194,8 @@ fn migrate<C: Comm, S: Serialize + serde::de::DeserializeOwned>(
         chunks.push(domain.chunk_of(&a.pos) as u32);
         keep.push(a);
     }
-    let (keep, chunks) = group_by(keep, chunks, domain.n_chunks());
-    Ok((keep, chunks, sent, bytes))
+    let (agents, chunks) = group_by(keep, chunks, domain.n_chunks());
+    Ok(Moved { agents, chunks, sent, bytes })
 }
 
 fn agent_digest<S: Serialize>(a: &Agent<S>) -> Result<u64> {
@@ -356,9 +366,9 @@ pub fn run<C: Comm, R: Rule>(
         }
         drop(all);
         // 4. Agents that crossed into another rank's chunk migrate.
-        let (kept, chunks, sent, _) = migrate(comm, domain, next, &owner)?;
-        (local, lchunk) = (kept, chunks);
-        moved += sent;
+        let m = migrate(comm, domain, next, &owner)?;
+        (local, lchunk) = (m.agents, m.chunks);
+        moved += m.sent;
         // Per-step efficiency: mean / max compute.
         let times = comm.all_gather(vec![my_compute])?;
         let (mut sum, mut max) = (0.0, 0.0f64);
@@ -378,8 +388,9 @@ pub fn run<C: Comm, R: Rule>(
         // 5. Balancing at the step boundary.
         if let Some(new) = lb.check(comm, step + 1, &owner)? {
             let t = Instant::now();
-            let (kept, chunks, _, bytes) = migrate(comm, domain, local, &new)?;
-            (local, lchunk) = (kept, chunks);
+            let m = migrate(comm, domain, local, &new)?;
+            (local, lchunk) = (m.agents, m.chunks);
+            let bytes = m.bytes;
             owner = new;
             routing = Routing::new(domain, &owner, p);
             stats.match_s += routing.match_s;
