@@ -191,6 +191,9 @@ enum BenchWhat {
         /// A small crowd (a smoke test, not a measurement).
         #[arg(long)]
         quick: bool,
+        /// Only these strategies (comma-separated: off,sfc,diffusive,graph,greedy,refine,steal).
+        #[arg(long)]
+        strategies: Option<String>,
     },
     /// Committed events per second of every DES engine on PHOLD's std configuration, at 1 and 2 ranks.
     #[command(
@@ -391,8 +394,8 @@ fn main() -> ExitCode {
             bench::checkpoint::run_bench(out, quick, reps.max(1))
         }
         Command::Bench { what: BenchWhat::Stencil { out, quick } } => bench::stencil::run(out, quick),
-        Command::Bench { what: BenchWhat::Lb { out, agents, steps, reps, quick } } => {
-            bench::lb::run(out, agents, steps, reps.max(1), quick)
+        Command::Bench { what: BenchWhat::Lb { out, agents, steps, reps, quick, strategies } } => {
+            bench::lb::run(out, agents, steps, reps.max(1), quick, strategies.as_deref())
         }
         Command::Bench { what: BenchWhat::Sweep { out, quick, reps } } => bench::sweep::run(out, quick, reps.max(1)),
         Command::Bench { what: BenchWhat::Epidemic { agents, ranks, backend, reps, out, quick } } => {

@@ -2,8 +2,10 @@
 //! scenario tables: the binary dispatches on `[run] model` and hands the
 //! rest to the same front door a user's model gets.
 
+pub mod balance;
 pub mod des;
 pub mod epidemic;
+pub mod front;
 pub mod grid;
 pub mod ring;
 pub mod space;
@@ -14,7 +16,7 @@ use parsim_core::Digest;
 use serde_json::Value;
 
 /// The names `[run] model` takes.
-pub const NAMES: [&str; 7] = ["ring", "grid", "phold", "queues", "epidemic", "crowd", "flock"];
+pub const NAMES: [&str; 8] = ["ring", "grid", "phold", "queues", "epidemic", "crowd", "flock", "front"];
 
 /// What a built-in model's rank function hands back.
 pub struct ModelOutput {
@@ -130,6 +132,23 @@ impl Model for Epidemic {
     }
 }
 
+/// `model = "front"`: a reaction front on a tiled, balanced grid.
+pub struct FrontModel;
+
+impl Model for FrontModel {
+    type Params = front::FrontSetup;
+    fn name(&self) -> &str {
+        "front"
+    }
+    fn describe(&self, p: &Self::Params, ranks: usize) -> String {
+        p.describe(ranks)
+    }
+    fn run<C: Comm>(&self, p: &Self::Params, rank: &mut Rank<'_, C>) -> Result<Outcome, BoxError> {
+        let out = rank.writes_outputs().then(|| rank.out_dir());
+        Ok(front::run(rank.comm(), p, rank.seed(), rank.slowdown(), out)?)
+    }
+}
+
 /// `model = "crowd"` or `"flock"`: agents in continuous space (`[space]`,
 /// the rule's table, `[lb]`).
 pub struct Space<R>(pub &'static str, std::marker::PhantomData<R>);
@@ -180,6 +199,7 @@ pub fn dispatch<W: WithModel>(name: &str, w: W) -> W::Out {
             let name = if name == "phold" { "phold" } else { "queues" };
             w.with(Experiment::with_reader(Des(name), move |sc, _| des::DesSetup::from_scenario(sc, name)))
         }
+        "front" => w.with(Experiment::with_reader(FrontModel, |sc, _| front::FrontSetup::from_scenario(sc))),
         "crowd" => w.with(space_experiment::<parsim_abm::space::crowd::Crowd>("crowd")),
         "flock" => w.with(space_experiment::<parsim_abm::space::flock::Flock>("flock")),
         _ => w.with(epidemic_experiment()),

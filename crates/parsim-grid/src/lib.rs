@@ -39,6 +39,7 @@
 mod decomp;
 mod engine;
 mod field;
+mod front;
 mod halo;
 mod output;
 pub mod patterns;
@@ -48,10 +49,12 @@ mod stencil;
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
 mod stream_store;
+pub mod tiles;
 
 pub use decomp::{Block, DecompKind, Decomposition, RankLoad};
 pub use engine::{plan_loads, run, run_resilient, run_with_field, GridReport, GridSpec, Guard, Reduction};
 pub use field::{Cell, Field};
+pub use front::Front;
 pub use halo::{Boundary, HaloPlan, Reach};
 pub use output::{gather_slice, viridis, write_png, write_vtk, Slice};
 pub use region::Region;

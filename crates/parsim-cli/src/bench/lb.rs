@@ -73,10 +73,17 @@ fn one(d: &Domain, agents: u64, steps: u64, strategy: Strategy, slow: Option<(us
 }
 
 /// Each strategy against `off`, alternating, medians of `reps`.
-fn strategies(d: &Domain, agents: u64, steps: u64, reps: usize, slow: Option<(usize, f64)>) -> Result<Vec<Value>> {
+fn strategies(
+    d: &Domain,
+    agents: u64,
+    steps: u64,
+    reps: usize,
+    slow: Option<(usize, f64)>,
+    which: &[Strategy],
+) -> Result<Vec<Value>> {
     let mut rows = Vec::new();
     let mut reference: Option<String> = None;
-    for s in STRATEGIES {
+    for &s in which {
         let (mut wall, mut base, mut eff, mut lbs) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let mut last = None;
         for _ in 0..reps {
@@ -247,20 +254,34 @@ fn overhead(agents: u64, steps: u64, reps: usize) -> Result<Value> {
 }
 
 /// Runs the benchmark.
-pub fn run(out: PathBuf, agents: u64, steps: u64, reps: usize, quick: bool) -> Result<()> {
+pub fn run(out: PathBuf, agents: u64, steps: u64, reps: usize, quick: bool, only: Option<&str>) -> Result<()> {
     let (agents, steps) = if quick { (4_000, 60) } else { (agents, steps) };
+    let which: Vec<Strategy> = match only {
+        None => STRATEGIES.to_vec(),
+        Some(list) => list
+            .split(',')
+            .map(|n| {
+                STRATEGIES.iter().copied().find(|s| format!("{s:?}").eq_ignore_ascii_case(n.trim())).ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "--strategies: unknown strategy \"{n}\" (off, sfc, diffusive, graph, greedy, refine, steal)"
+                    )
+                })
+            })
+            .collect::<Result<_>>()?,
+    };
     let d = crowd_domain(agents);
     let [cx, cy, _] = d.chunks();
     println!(
         "gathering crowd: {agents} agents in {:.0} m × {:.0} m, {cx}×{cy} chunks, {steps} steps, 2 ranks, median of {reps}",
         d.size[0], d.size[1]
     );
-    let plainly = strategies(&d, agents, steps, reps, None)?;
+    let plainly = strategies(&d, agents, steps, reps, None, &which)?;
     println!("the same with --inject slow:rank=1,factor=2:");
-    let slowed = strategies(&d, agents, steps, reps, Some((1, 2.0)))?;
+    let slowed = strategies(&d, agents, steps, reps, Some((1, 2.0)), &which)?;
     println!("interest management (3 steps, initial map):");
     let sizes: &[u64] = if quick { &[10_000] } else { &[10_000, 100_000, 1_000_000] };
-    let im = interest(sizes)?;
+    let sizes: Vec<u64> = sizes.iter().copied().filter(|&n| n <= agents.max(10_000) || only.is_none()).collect();
+    let im = interest(&sizes)?;
     println!("framework overhead (crowd, {} agents, {} steps):", agents.min(100_000), steps.min(100));
     let oh = overhead(agents.min(100_000), steps.min(100), reps)?;
     let report = json!({ "agents": agents, "steps": steps, "reps": reps, "strategies": plainly, "slowed": slowed, "interest": im, "overhead": oh });

@@ -8,7 +8,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use parsim::plot::{Chart, Heatmap, Panel, Series};
+use parsim::plot::Heatmap;
 use parsim::{InputError, Scenario};
 use parsim_abm::space::{self, vtk, Domain, Rule, SpaceConfig, View};
 use parsim_abm::AbmError;
@@ -214,23 +214,6 @@ fn snapshot<C: Comm, S>(
     Ok(())
 }
 
-/// λ over the run with the rebalances marked.
-fn lb_png(path: &Path, name: &str, s: &parsim_lb::Stats) -> Result<(), parsim::Error> {
-    let lambda: Vec<(f64, f64)> = s.lambda.iter().map(|&(st, l)| (st as f64, l)).collect();
-    let before: Vec<(f64, f64)> = s.events.iter().map(|e| (e.step as f64, e.lambda_before)).collect();
-    let after: Vec<(f64, f64)> = s.events.iter().map(|e| (e.step as f64, e.lambda_after)).collect();
-    let mut panel = Panel::new("λ = max / mean compute per rank", "step")
-        .series(Series::line("λ measured over each interval", lambda).markers());
-    if !before.is_empty() {
-        panel = panel
-            .series(Series::points("rebalance: λ before", before))
-            .series(Series::points("rebalance: λ of the same loads on the new map", after));
-    }
-    Chart::new(&format!("{name}: load imbalance, strategy {} ({} rebalances)", s.strategy, s.rebalances))
-        .panel(panel)
-        .save(path)
-}
-
 /// Runs one rank of a space model.
 pub fn run<C: Comm, R: Rule + Clone>(
     comm: &C,
@@ -276,35 +259,18 @@ pub fn run<C: Comm, R: Rule + Clone>(
         .metric("moved_agents", st.moved as f64)
         .value("compute_s", json!(st.compute_s))
         .section("lb", serde_json::to_value(&r.lb).unwrap_or(Value::Null));
-    for e in &r.lb.events {
-        o = o.line(format!(
-            "step {:>5}: rebalanced ({}): λ {:.3} → {:.3}, {} chunks ({:.1} kB) moved, decided in {:.2} ms, migrated in {:.2} ms",
-            e.step,
-            r.lb.strategy,
-            e.lambda_before,
-            e.lambda_after,
-            e.chunks,
-            e.bytes as f64 / 1e3,
-            e.decide_s * 1e3,
-            e.migrate_s * 1e3
-        ));
-    }
-    let lams: Vec<f64> = r.lb.lambda.iter().map(|x| x.1).collect();
-    if !lams.is_empty() {
-        o = o.line(format!(
-            "{}: {} rebalances; λ mean {:.3}, max {:.3} over {} checks; mean efficiency {:.3}; updates {:.1} % of a broadcast",
-            r.lb.strategy,
-            r.lb.rebalances,
-            lams.iter().sum::<f64>() / lams.len() as f64,
-            lams.iter().copied().fold(0.0, f64::max),
-            lams.len(),
+    o = super::balance::lines(
+        o,
+        &r.lb,
+        &format!(
+            "mean efficiency {:.3}; updates {:.1} % of a broadcast",
             st.efficiency,
             100.0 * st.ghost_updates as f64 / st.broadcast_updates.max(1) as f64
-        ));
-    }
+        ),
+    );
     if let (Some(dir), 0) = (out, comm.rank()) {
         if comm.size() > 1 {
-            lb_png(&dir.join("lb.png"), name, &r.lb).map_err(|e| AbmError::Invariant(e.to_string()))?;
+            super::balance::lb_png(&dir.join("lb.png"), name, &r.lb).map_err(|e| AbmError::Invariant(e.to_string()))?;
         }
     }
     Ok(o)

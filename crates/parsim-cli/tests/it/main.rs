@@ -3,6 +3,7 @@
 mod bad_input;
 mod des;
 mod epidemic;
+mod front;
 mod grid;
 mod partition;
 mod pinned;

@@ -8,3 +8,4 @@ mod life;
 mod reference;
 mod resilience;
 mod support;
+mod tiles;
