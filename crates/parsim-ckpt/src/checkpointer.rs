@@ -278,7 +278,8 @@ impl<'c, C: Comm> Checkpointer<'c, C> {
         let t0 = Instant::now();
         let _io = self.comm.clock().enter(Phase::Io);
         let (me, p) = (self.comm.rank(), self.comm.size());
-        let raw = postcard::to_allocvec(state).map_err(|e| CkptError::Io(format!("serialising the state: {e}")))?;
+        let raw = postcard::to_extend(state, self.writer.buffer())
+            .map_err(|e| CkptError::Io(format!("serialising the state: {e}")))?;
         // JSON travels as text: postcard cannot carry a self-describing value.
         let sum = format::checksum(&raw);
         let piece = (raw.len() as u64, format::hex(sum), meta.to_string());
@@ -288,7 +289,9 @@ impl<'c, C: Comm> Checkpointer<'c, C> {
         // The partner copy travels now, from the snapshot.
         let mut items = Vec::new();
         if partner {
-            let send = self.comm.isend((me + 1) % p, PARTNER_TAG, raw.clone())?;
+            let mut copy = self.writer.buffer();
+            copy.extend_from_slice(&raw);
+            let send = self.comm.isend((me + 1) % p, PARTNER_TAG, copy)?;
             let from = (me + p - 1) % p;
             let got = self.comm.recv::<u8>(Source::Rank(from), TagMatch::Tag(PARTNER_TAG))?;
             parsim_comm::Request::wait(send)?;

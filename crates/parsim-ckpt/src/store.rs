@@ -147,7 +147,16 @@ pub(crate) struct Writer {
     pub killed: Arc<AtomicBool>,
     /// The faults armed for this launch.
     pub faults: WriterFaults,
+    /// Buffers of written checkpoints, handed back for the next snapshot:
+    /// a reused buffer is already mapped, so a snapshot is a plain copy
+    /// instead of page faults over fresh memory.
+    pool: Pool,
 }
+
+type Pool = Arc<Mutex<Vec<Vec<u8>>>>;
+
+/// Buffers kept for reuse (own copy, partner copy, and one in flight).
+const POOL_MAX: usize = 4;
 
 /// Context the writer needs for fault injection.
 #[derive(Clone)]
@@ -163,22 +172,31 @@ impl Writer {
         let stats = Arc::new(Mutex::new(WriterStats::default()));
         let abort = Arc::new(AtomicBool::new(false));
         let killed = Arc::new(AtomicBool::new(false));
+        let pool: Pool = Arc::default();
         if !threaded {
-            return Ok(Writer { tx: None, handle: None, stats, abort, killed, faults });
+            return Ok(Writer { tx: None, handle: None, stats, abort, killed, faults, pool });
         }
         // One checkpoint may wait while another is written; a third blocks
         // the simulation (and is charged to it) rather than piling up.
         let (tx, rx): (SyncSender<Job>, Receiver<Job>) = sync_channel(1);
-        let (s, a, k, f) = (stats.clone(), abort.clone(), killed.clone(), faults.clone());
+        let (s, a, k, f, p) = (stats.clone(), abort.clone(), killed.clone(), faults.clone(), pool.clone());
         let handle = std::thread::Builder::new().name(name).spawn(move || {
             while let Ok(job) = rx.recv() {
                 if a.load(Ordering::SeqCst) || k.load(Ordering::SeqCst) {
                     break;
                 }
-                run_job(job, &s, &a, &k, &f);
+                run_job(job, &s, &a, &k, &f, &p);
             }
         })?;
-        Ok(Writer { tx: Some(tx), handle: Some(handle), stats, abort, killed, faults })
+        Ok(Writer { tx: Some(tx), handle: Some(handle), stats, abort, killed, faults, pool })
+    }
+
+    /// An empty buffer for a snapshot: a written checkpoint's, when one is
+    /// back, else a new one.
+    pub fn buffer(&self) -> Vec<u8> {
+        let mut b = self.pool.lock().ok().and_then(|mut p| p.pop()).unwrap_or_default();
+        b.clear();
+        b
     }
 
     /// Queues a job (or does it now, for an inline writer).
@@ -189,7 +207,7 @@ impl Writer {
                     self.stats.lock().expect("stats").failures.push("the checkpoint writer thread stopped".into());
                 }
             }
-            None => run_job(job, &self.stats, &self.abort, &self.killed, &self.faults),
+            None => run_job(job, &self.stats, &self.abort, &self.killed, &self.faults, &self.pool),
         }
     }
 
@@ -208,7 +226,14 @@ impl Writer {
     }
 }
 
-fn run_job(job: Job, stats: &Mutex<WriterStats>, abort: &AtomicBool, killed: &AtomicBool, faults: &WriterFaults) {
+fn run_job(
+    job: Job,
+    stats: &Mutex<WriterStats>,
+    abort: &AtomicBool,
+    killed: &AtomicBool,
+    faults: &WriterFaults,
+    pool: &Pool,
+) {
     let t0 = Instant::now();
     let mut st = WriterStats::default();
     let kill_now = faults.faults.iter().any(
@@ -270,6 +295,13 @@ fn run_job(job: Job, stats: &Mutex<WriterStats>, abort: &AtomicBool, killed: &At
     }
     for (dir, level, keep) in &job.prune {
         prune(dir, *level, *keep);
+    }
+    if let Ok(mut p) = pool.lock() {
+        for item in job.items {
+            if p.len() < POOL_MAX {
+                p.push(item.raw);
+            }
+        }
     }
     if let Some((dir, keep)) = &job.prune_manifests {
         prune_manifests(dir, *keep);

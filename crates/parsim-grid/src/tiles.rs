@@ -85,9 +85,21 @@ pub struct TileRun {
     pub compute_s: Vec<f64>,
     /// What balancing did.
     pub lb: parsim_lb::Stats,
-    /// This rank's tiles at the end: (tile, its origin `[z, y, x]`, its
-    /// extents, its cells without halo, row-major).
-    pub cells: Vec<(usize, [usize; 3], [usize; 3], Vec<f64>)>,
+    /// This rank's tiles at the end.
+    pub cells: Vec<TileCells>,
+}
+
+/// One tile's cells at the end of a run.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TileCells {
+    /// The tile's id (x fastest).
+    pub tile: usize,
+    /// Its first cell, `[z, y, x]`.
+    pub origin: [usize; 3],
+    /// Its extents.
+    pub len: [usize; 3],
+    /// Its cells without halo, row-major, as `f64`.
+    pub values: Vec<f64>,
 }
 
 /// Where a halo cell's value comes from.
@@ -467,7 +479,7 @@ fn finish<C: Comm, T: Cell>(
                 }
             }
         }
-        cells.push((t, o, l, mine));
+        cells.push(TileCells { tile: t, origin: o, len: l, values: mine });
     }
     let all = comm.all_merge_digest(&set)?;
     let mut dg = Digester::new();

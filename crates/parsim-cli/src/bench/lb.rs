@@ -1,7 +1,8 @@
 //! `parsim bench lb`: the gathering crowd on 2 ranks with balancing off and
 //! under each strategy (wall time, mean efficiency = mean/max compute per
 //! step, migrated bytes, the cost of deciding and migrating), the same with
-//! rank 1 made twice as slow; interest management's updates against the
+//! rank 1 made twice as slow; the same for the reaction front on a tiled
+//! grid; interest management's updates against the
 //! broadcast the same run would need; and the framework's overhead at one
 //! rank against a plain sequential loop over the same model.
 
@@ -48,7 +49,7 @@ struct Run {
     digest: String,
 }
 
-fn one(d: &Domain, agents: u64, steps: u64, strategy: Strategy, slow: Option<(usize, f64)>) -> Result<Run> {
+fn crowd(d: &Domain, agents: u64, steps: u64, strategy: Strategy, slow: Option<(usize, f64)>) -> Result<Run> {
     let rule = crowd_rule(steps);
     let mut cfg = SpaceConfig { agents, steps, seed: 1, slow, ..SpaceConfig::default() };
     cfg.lb.strategy = strategy;
@@ -60,35 +61,53 @@ fn one(d: &Domain, agents: u64, steps: u64, strategy: Strategy, slow: Option<(us
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     let wall = t.elapsed().as_secs_f64();
     let r = &out[0];
-    let lams: Vec<f64> = r.lb.lambda.iter().map(|x| x.1).collect();
-    Ok(Run {
-        wall,
-        efficiency: r.stats.efficiency,
-        bytes: r.lb.bytes_migrated,
-        lb_s: r.lb.decide_s + r.lb.migrate_s,
-        rebalances: r.lb.rebalances,
-        lambda: lams.iter().sum::<f64>() / lams.len().max(1) as f64,
-        digest: r.digest.to_string(),
-    })
+    Ok(Run::of(wall, r.stats.efficiency, &r.lb, r.digest.to_string()))
+}
+
+impl Run {
+    fn of(wall: f64, efficiency: f64, lb: &parsim_lb::Stats, digest: String) -> Run {
+        let lams: Vec<f64> = lb.lambda.iter().map(|x| x.1).collect();
+        Run {
+            wall,
+            efficiency,
+            bytes: lb.bytes_migrated,
+            lb_s: lb.decide_s + lb.migrate_s,
+            rebalances: lb.rebalances,
+            lambda: lams.iter().sum::<f64>() / lams.len().max(1) as f64,
+            digest,
+        }
+    }
+}
+
+/// The reaction front on a `n`² grid of 32² tiles, 2 ranks.
+fn front(n: usize, steps: u64, strategy: Strategy, slow: Option<(usize, f64)>) -> Result<Run> {
+    use parsim_grid::tiles::{self, TileSpec};
+    let mut spec = TileSpec::new(vec![n, n], vec![32, 32], steps);
+    spec.boundary = vec![parsim_grid::Boundary::Neumann];
+    spec.lb.strategy = strategy;
+    spec.lb.every = 10;
+    spec.lb.when = When::Threshold;
+    spec.lb.threshold = 1.05;
+    spec.slow = slow;
+    let init = |g: [usize; 3]| if g[2] < 4 { 1.0 } else { 0.0 };
+    let t = Instant::now();
+    let out = parsim_comm::launch(2, |c| tiles::run(&c, &spec, &parsim_grid::Front::default(), &init))
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let wall = t.elapsed().as_secs_f64();
+    let r = &out[0];
+    Ok(Run::of(wall, r.efficiency, &r.lb, r.digest.to_string()))
 }
 
 /// Each strategy against `off`, alternating, medians of `reps`.
-fn strategies(
-    d: &Domain,
-    agents: u64,
-    steps: u64,
-    reps: usize,
-    slow: Option<(usize, f64)>,
-    which: &[Strategy],
-) -> Result<Vec<Value>> {
+fn strategies(reps: usize, which: &[Strategy], one: &dyn Fn(Strategy) -> Result<Run>) -> Result<Vec<Value>> {
     let mut rows = Vec::new();
     let mut reference: Option<String> = None;
     for &s in which {
         let (mut wall, mut base, mut eff, mut lbs) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let mut last = None;
         for _ in 0..reps {
-            let off = one(d, agents, steps, Strategy::Off, slow)?;
-            let r = one(d, agents, steps, s, slow)?;
+            let off = one(Strategy::Off)?;
+            let r = one(s)?;
             if reference.get_or_insert_with(|| off.digest.clone()) != &r.digest || off.digest != r.digest {
                 bail!("{s:?}: digest {} differs from balancing off ({})", r.digest, off.digest);
             }
@@ -275,16 +294,21 @@ pub fn run(out: PathBuf, agents: u64, steps: u64, reps: usize, quick: bool, only
         "gathering crowd: {agents} agents in {:.0} m × {:.0} m, {cx}×{cy} chunks, {steps} steps, 2 ranks, median of {reps}",
         d.size[0], d.size[1]
     );
-    let plainly = strategies(&d, agents, steps, reps, None, &which)?;
+    let plainly = strategies(reps, &which, &|s| crowd(&d, agents, steps, s, None))?;
     println!("the same with --inject slow:rank=1,factor=2:");
-    let slowed = strategies(&d, agents, steps, reps, Some((1, 2.0)), &which)?;
+    let slowed = strategies(reps, &which, &|s| crowd(&d, agents, steps, s, Some((1, 2.0))))?;
+    let (fnn, fsteps) = if quick { (128, 60) } else { (1024, 1200) };
+    println!("reaction front: {fnn}² cells in 32² tiles, {fsteps} steps, 2 ranks, median of {reps}");
+    let front_plain = strategies(reps, &which, &|s| front(fnn, fsteps, s, None))?;
+    println!("the same with --inject slow:rank=1,factor=2:");
+    let front_slowed = strategies(reps, &which, &|s| front(fnn, fsteps, s, Some((1, 2.0))))?;
     println!("interest management (3 steps, initial map):");
     let sizes: &[u64] = if quick { &[10_000] } else { &[10_000, 100_000, 1_000_000] };
     let sizes: Vec<u64> = sizes.iter().copied().filter(|&n| n <= agents.max(10_000) || only.is_none()).collect();
     let im = interest(&sizes)?;
     println!("framework overhead (crowd, {} agents, {} steps):", agents.min(100_000), steps.min(100));
     let oh = overhead(agents.min(100_000), steps.min(100), reps)?;
-    let report = json!({ "agents": agents, "steps": steps, "reps": reps, "strategies": plainly, "slowed": slowed, "interest": im, "overhead": oh });
+    let report = json!({ "agents": agents, "steps": steps, "reps": reps, "strategies": plainly, "slowed": slowed, "front": front_plain, "front_slowed": front_slowed, "interest": im, "overhead": oh });
     write_atomic(&out, serde_json::to_string_pretty(&report)?.as_bytes())?;
     println!("→ {}", out.display());
     Ok(())

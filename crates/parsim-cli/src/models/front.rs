@@ -148,14 +148,14 @@ impl FrontSetup {
 }
 
 fn field_png<C: Comm>(comm: &C, r: &tiles::TileRun, size: [usize; 2], step: u64, path: &Path) -> Result<(), GridError> {
-    let mine: Vec<(usize, [usize; 3], [usize; 3], Vec<f64>)> = r.cells.clone();
-    let Some(all) = comm.gather_value(0, &mine)? else { return Ok(()) };
+    let Some(all) = comm.gather_value(0, &r.cells)? else { return Ok(()) };
     let (ny, nx) = (size[0], size[1]);
     let mut values = vec![0.0; ny * nx];
-    for (_, o, l, v) in all.into_iter().flatten() {
+    for c in all.into_iter().flatten() {
+        let (o, l) = (c.origin, c.len);
         for y in 0..l[1] {
             for x in 0..l[2] {
-                values[(o[1] + y) * nx + o[2] + x] = v[y * l[2] + x];
+                values[(o[1] + y) * nx + o[2] + x] = c.values[y * l[2] + x];
             }
         }
     }

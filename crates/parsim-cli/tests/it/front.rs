@@ -50,3 +50,19 @@ fn bad_front_values_are_refused_with_their_line() {
         assert!(err.contains(want), "{set}: expected {want:?} in {err}");
     }
 }
+
+#[cfg(feature = "mpi")]
+#[test]
+fn the_front_digest_under_mpirun_equals_the_threads_digest() {
+    use crate::support::mpirun_summary;
+    let dir = tmp("front-mpi");
+    let reference = front("1", "off", &dir.join("ref"))["digest"].clone();
+    for (n, strategy) in [("2", "sfc"), ("4", "graph")] {
+        let s = format!("lb.strategy={strategy}");
+        let mut a = vec!["run", "scenarios/front.toml", "--set", &s, "--set", "lb.every=4", "-q"];
+        a.extend_from_slice(&SMALL);
+        a.extend_from_slice(&["--set", "lb.threshold=1.05", "--set", "front.substeps=32"]);
+        let got = mpirun_summary(n, &a, &dir.join(format!("mpi-{n}-{strategy}")));
+        assert_eq!(got["digest"], reference, "{strategy} under mpirun -n {n}");
+    }
+}
