@@ -51,6 +51,7 @@
 #![forbid(unsafe_code)]
 
 pub mod agents;
+mod balance;
 mod config;
 mod error;
 pub mod population;

@@ -77,6 +77,20 @@ pub(crate) struct Restored {
 
 /// Reads every old piece, keeping what this rank's part `g` holds.
 pub(crate) fn load(r: &mut Restart, g: &DistGraph, me: usize) -> Result<Restored, AbmError> {
+    let ranks = r.manifest.ranks;
+    restore((0..ranks).map(|k| r.read(k).map_err(err)), g, me, true)
+}
+
+/// Keeps what this rank's part `g` holds of `pieces` (all ranks' pieces of
+/// a checkpoint, `all`, whose first carries the curve and whose counters
+/// rank 0 sums; or the pieces migrating to this rank, which hold only
+/// agents it owns now).
+pub(crate) fn restore(
+    pieces: impl IntoIterator<Item = Result<Piece, AbmError>>,
+    g: &DistGraph,
+    me: usize,
+    all: bool,
+) -> Result<Restored, AbmError> {
     let n_own = g.owned();
     let mut out = Restored {
         days: 0,
@@ -92,8 +106,8 @@ pub(crate) fn load(r: &mut Restart, g: &DistGraph, me: usize) -> Result<Restored
         changes_sent: 0,
     };
     let own = |gid: u32| g.local(gid).filter(|&l| l < n_own);
-    for k in 0..r.manifest.ranks {
-        let p: Piece = r.read(k).map_err(err)?;
+    for (k, p) in pieces.into_iter().enumerate() {
+        let p = p?;
         if k == 0 {
             out.days = p.days;
             out.curve = p
@@ -102,7 +116,7 @@ pub(crate) fn load(r: &mut Restart, g: &DistGraph, me: usize) -> Result<Restored
                 .map(|c| DayCounts { s: c[0], e: c[1], i: c[2], r: c[3], v: c[4], new: c[5], isolated: c[6] })
                 .collect();
         }
-        if me == 0 {
+        if me == 0 && all {
             out.draws += p.draws;
             out.changes_sent += p.changes_sent;
         }
@@ -115,6 +129,11 @@ pub(crate) fn load(r: &mut Restart, g: &DistGraph, me: usize) -> Result<Restored
                     }
                 }
                 Some(_) if announced => out.gone.push(gid),
+                _ if !all => {
+                    return Err(AbmError::Invariant(format!(
+                        "agent {gid} migrated to rank {me}, which does not own it"
+                    )))
+                }
                 _ => {}
             }
         }
@@ -129,7 +148,7 @@ pub(crate) fn load(r: &mut Restart, g: &DistGraph, me: usize) -> Result<Restored
     if out.owned.len() != n_own {
         return Err(AbmError::config(
             "checkpoint",
-            format!("the checkpoint holds {} of this rank's {n_own} agents", out.owned.len()),
+            format!("the state holds {} of this rank's {n_own} agents", out.owned.len()),
         ));
     }
     // The pieces arrive in old-rank order; the schedules' order within a

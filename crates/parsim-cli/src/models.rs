@@ -42,11 +42,19 @@ pub struct RunContext {
     pub verify: bool,
     /// Whether the model writes its own files and summary lines (off inside sweeps).
     pub outputs: bool,
+    /// A slowed rank and its factor (`--inject slow:rank=R,factor=F`), for balanced models.
+    pub slow: Option<(usize, f64)>,
 }
 
 impl RunContext {
     fn of<C: Comm>(r: &Rank<'_, C>) -> Self {
-        RunContext { seed: r.seed(), progress: r.shows_progress(), verify: r.verify(), outputs: r.writes_outputs() }
+        RunContext {
+            seed: r.seed(),
+            progress: r.shows_progress(),
+            verify: r.verify(),
+            outputs: r.writes_outputs(),
+            slow: r.slowdown(),
+        }
     }
 }
 
@@ -128,7 +136,7 @@ impl Model for Epidemic {
         let mut ck = rank.checkpointer("epidemic", "day")?;
         let out = epidemic::run(rank.comm(), p, &RunContext::of(rank), rank.out_dir(), ck.as_mut())?;
         rank.checkpoints_done(ck);
-        Ok(out.into())
+        Ok(out)
     }
 }
 

@@ -70,7 +70,7 @@ pub struct Stats {
 ///         }
 ///     }
 ///     lb.step_done();
-///     lb.check(&c, 1, &owner).unwrap()
+///     lb.check(&c, 1, &owner)
 /// }).unwrap();
 /// let new = out[0].clone().expect("rebalanced");
 /// assert_eq!(out[1].as_ref(), Some(&new));

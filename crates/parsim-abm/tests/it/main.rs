@@ -1,6 +1,7 @@
 //! Behaviour tests of the epidemic engine.
 
 mod agents;
+mod balance;
 mod determinism;
 mod interventions;
 mod population;

@@ -6,11 +6,11 @@ use std::path::Path;
 use parsim::plot::{Chart, Panel, Series};
 
 /// λ over the run with the rebalances marked.
-pub fn lb_png(path: &Path, name: &str, s: &parsim_lb::Stats) -> Result<(), parsim::Error> {
+pub fn lb_png(path: &Path, name: &str, unit: &str, s: &parsim_lb::Stats) -> Result<(), parsim::Error> {
     let lambda: Vec<(f64, f64)> = s.lambda.iter().map(|&(st, l)| (st as f64, l)).collect();
     let before: Vec<(f64, f64)> = s.events.iter().map(|e| (e.step as f64, e.lambda_before)).collect();
     let after: Vec<(f64, f64)> = s.events.iter().map(|e| (e.step as f64, e.lambda_after)).collect();
-    let mut panel = Panel::new("λ = max / mean compute per rank", "step")
+    let mut panel = Panel::new("λ = max / mean compute per rank", unit)
         .series(Series::line("λ measured over each interval", lambda).markers());
     if !before.is_empty() {
         panel = panel
@@ -22,11 +22,12 @@ pub fn lb_png(path: &Path, name: &str, s: &parsim_lb::Stats) -> Result<(), parsi
         .save(path)
 }
 
-/// Adds a line per rebalance and a summary line (ending with `extra`).
-pub fn lines(mut o: parsim::Outcome, lb: &parsim_lb::Stats, extra: &str) -> parsim::Outcome {
+/// Adds a line per rebalance (at the `unit` it happened after: step, day)
+/// and a summary line (ending with `extra`).
+pub fn lines(mut o: parsim::Outcome, lb: &parsim_lb::Stats, unit: &str, extra: &str) -> parsim::Outcome {
     for e in &lb.events {
         o = o.line(format!(
-            "step {:>5}: rebalanced ({}): λ {:.3} → {:.3}, {} chunks ({:.1} kB) moved, decided in {:.2} ms, migrated in {:.2} ms",
+            "{unit} {:>5}: rebalanced ({}): λ {:.3} → {:.3}, {} chunks ({:.1} kB) moved, decided in {:.2} ms, migrated in {:.2} ms",
             e.step,
             lb.strategy,
             e.lambda_before,

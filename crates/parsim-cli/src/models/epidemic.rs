@@ -57,12 +57,15 @@ pub struct AbmSetup {
     cache: Arc<OnceLock<std::result::Result<Arc<Population>, String>>>,
     /// Seconds spent building the population (reading or generating).
     population_s: Arc<OnceLock<f64>>,
+    /// Dynamic load balancing (`[lb]` present): the balancer's settings and
+    /// the agents per chunk (`abm.chunk_agents`).
+    pub lb: Option<(parsim_lb::Config, u32)>,
 }
 
 impl PartialEq for AbmSetup {
     fn eq(&self, o: &Self) -> bool {
-        (self.agents, &self.source, self.graph_seed, &self.partitioner, &self.cfg)
-            == (o.agents, &o.source, o.graph_seed, &o.partitioner, &o.cfg)
+        (self.agents, &self.source, self.graph_seed, &self.partitioner, &self.cfg, &self.lb)
+            == (o.agents, &o.source, o.graph_seed, &o.partitioner, &o.cfg, &o.lb)
     }
 }
 
@@ -205,6 +208,7 @@ impl AbmSetup {
         let days = t.int("days", Some(180), 1..=65_000)? as u32;
         let partitioner = t.choice("partitioner", Some("block"), &PARTITIONERS)?;
         let strict = t.boolean("strict", false)?;
+        let chunk_agents = t.int("chunk_agents", Some(0), 0..=u64::from(u32::MAX))? as u32;
         let variant = if variant == "A" {
             if latent < 1.0 || latent.fract() != 0.0 {
                 return Err(
@@ -328,7 +332,19 @@ impl AbmSetup {
             return Err(t.error("seeds", format!("{seeds} seeds but only {agents} agents")));
         }
         t.finish()?;
-        Ok(AbmSetup { agents, source, graph_seed, partitioner, cfg, cache, population_s })
+        let lb = if sc.has_table("lb") {
+            // Chunks of consecutive agents (256 of them unless set): the unit the balancer moves.
+            let chunk = if chunk_agents > 0 { chunk_agents } else { agents.div_ceil(256).max(1) as u32 };
+            let lb: parsim_lb::Config = sc.params("lb")?;
+            lb.check(agents.div_ceil(chunk as usize)).map_err(|(k, m)| {
+                let k = k.trim_start_matches("lb.").to_string();
+                sc.error_at("lb", &k, format!("[lb] {k}: {m}"))
+            })?;
+            Some((lb, chunk))
+        } else {
+            None
+        };
+        Ok(AbmSetup { agents, source, graph_seed, partitioner, cfg, cache, population_s, lb })
     }
 
     /// The spec's reference case on a generated Erdős–Rényi network (variant A, 180 days, block partition).
@@ -341,6 +357,7 @@ impl AbmSetup {
             cfg: SeirConfig::default(),
             cache: Arc::new(OnceLock::new()),
             population_s: Arc::new(OnceLock::new()),
+            lb: None,
         }
     }
 
@@ -357,13 +374,24 @@ impl AbmSetup {
             Source::File(p) => format!("contact network {}", p.display()),
         };
         let per = self.agents.div_ceil(ranks);
+        let placement = match &self.lb {
+            None => format!("partitioner {}", self.partitioner),
+            Some((lb, chunk)) => format!(
+                "{} chunks of {chunk} consecutive agents, balanced: {:?} every {} days (when {:?}, threshold {}, measure {:?})",
+                self.agents.div_ceil(*chunk as usize),
+                lb.strategy,
+                lb.every,
+                lb.when,
+                lb.threshold,
+                lb.measure
+            ),
+        };
         format!(
-            "epidemic: {} agents ({what}), {} days, variant {}, β = {}\npartitioner {}: about {per} agents per rank on {ranks} rank(s)\n",
+            "epidemic: {} agents ({what}), {} days, variant {}, β = {}\n{placement}: about {per} agents per rank on {ranks} rank(s)\n",
             self.agents,
             self.cfg.days,
             if matches!(self.cfg.variant, Variant::Fixed { .. }) { "A" } else { "B" },
             self.cfg.beta,
-            self.partitioner
         )
     }
 
@@ -418,12 +446,14 @@ pub struct Simulated {
     pub bytes_sent: u64,
     /// Bytes of the local graphs of all ranks.
     pub local_graph_bytes: u64,
+    /// What balancing did and the mean efficiency (mean / max compute per day), when balanced.
+    pub lb: Option<(parsim_lb::Stats, f64)>,
 }
 
 /// Builds (or shares) the population, partitions it, builds this rank's
 /// local graph and runs the epidemic.
 pub fn simulate<C: Comm>(comm: &C, setup: &AbmSetup, seed: u64, show_progress: bool) -> Result<Simulated> {
-    simulate_resilient(comm, setup, seed, show_progress, None)
+    simulate_resilient(comm, setup, seed, show_progress, None, None)
 }
 
 /// [`simulate`] with checkpoints at day boundaries (and restart, faults).
@@ -433,6 +463,7 @@ pub fn simulate_resilient<C: Comm>(
     seed: u64,
     show_progress: bool,
     ck: Option<&mut parsim::ckpt::Checkpointer<'_, C>>,
+    slow: Option<(usize, f64)>,
 ) -> Result<Simulated> {
     let t0 = Instant::now();
     let pop = {
@@ -442,16 +473,35 @@ pub fn simulate_resilient<C: Comm>(
     comm.barrier()?;
     let t_pop = *setup.population_s.get().unwrap_or(&t0.elapsed().as_secs_f64());
     let t1 = Instant::now();
-    // Rank 0 partitions; everyone receives the owner array.
-    let owner = {
-        let _s = comm.clock().enter(Phase::Serial);
-        if comm.rank() == 0 {
-            partition(&pop, &setup.partitioner, comm.size(), seed)?
-        } else {
-            Vec::new()
+    // Balanced: chunks of consecutive agents on the balancer's initial map.
+    // Otherwise rank 0 partitions and everyone receives the owner array.
+    let mut balancer = setup.lb.as_ref().map(|(lb, chunk)| {
+        let _c = comm.clock().enter(Phase::Compute);
+        parsim_lb::Balancer::new(lb.clone(), seir::Balance::chunks(&pop.graph, *chunk), comm.size(), seed)
+    });
+    let mut bal = balancer.as_mut().map(|b| {
+        let mut bal = seir::Balance::new(b, setup.lb.as_ref().map_or(1, |l| l.1));
+        bal.slow = slow;
+        bal
+    });
+    let owner = match &bal {
+        Some(b) => b.agent_owner(pop.agents()),
+        None => {
+            let owner = {
+                let _s = comm.clock().enter(Phase::Serial);
+                if comm.rank() == 0 {
+                    partition(&pop, &setup.partitioner, comm.size(), seed)?
+                } else {
+                    Vec::new()
+                }
+            };
+            if comm.size() > 1 {
+                comm.broadcast(0, owner)?
+            } else {
+                owner
+            }
         }
     };
-    let owner = if comm.size() > 1 { comm.broadcast(0, owner)? } else { owner };
     let t_part = t1.elapsed().as_secs_f64();
     let t2 = Instant::now();
     let g = {
@@ -475,9 +525,14 @@ pub fn simulate_resilient<C: Comm>(
         bar.set(r.manifest.boundary);
     }
     let mut report = |d: u32, _days: u32, _c: &parsim_abm::DayCounts| bar.set(u64::from(d));
-    let result = seir::run_resilient(comm, &pop, &layout, &cfg, Some(&mut report), ck);
+    let result = match bal.as_mut() {
+        Some(b) => seir::run_balanced(comm, &pop, &g, &cfg, Some(&mut report), ck, b),
+        None => seir::run_resilient(comm, &pop, &layout, &cfg, Some(&mut report), ck),
+    };
     bar.finish();
     let result = result?;
+    let efficiency = bal.map(|b| b.efficiency);
+    let lb = balancer.zip(efficiency).map(|(b, e)| (b.stats().clone(), e));
     comm.barrier()?;
     let t_sim = t3.elapsed().as_secs_f64();
     let mine = [comm.clock().report().traffic().bytes_sent - bytes0, (g.bytes() + layout.bytes()) as u64];
@@ -489,6 +544,7 @@ pub fn simulate_resilient<C: Comm>(
         cut_edges: cut,
         bytes_sent: sums[0],
         local_graph_bytes: sums[1],
+        lb,
     })
 }
 
@@ -507,8 +563,8 @@ pub fn run<C: Comm>(
     ctx: &RunContext,
     out: &Path,
     ck: Option<&mut parsim::ckpt::Checkpointer<'_, C>>,
-) -> Result<ModelOutput> {
-    let sim = simulate_resilient(comm, setup, ctx.seed, ctx.progress, ck)?;
+) -> Result<parsim::Outcome> {
+    let sim = simulate_resilient(comm, setup, ctx.seed, ctx.progress, ck, ctx.slow)?;
     let quiet_theory = !ctx.outputs;
     let cfg = SeirConfig { seed: ctx.seed, ..setup.cfg.clone() };
     let res = &sim.result;
@@ -606,7 +662,17 @@ pub fn run<C: Comm>(
             print_verify(theory.as_ref(), &o, res, &cfg);
         }
     }
-    Ok(ModelOutput { digest: res.digest, metrics })
+    let mut outcome: parsim::Outcome = ModelOutput { digest: res.digest, metrics }.into();
+    if let Some((lb, eff)) = &sim.lb {
+        outcome = outcome.metric("efficiency", *eff).section("lb", serde_json::to_value(lb).unwrap_or(Value::Null));
+        if ctx.outputs {
+            outcome = super::balance::lines(outcome, lb, "day", &format!("mean efficiency {eff:.3}"));
+            if comm.rank() == 0 && comm.size() > 1 {
+                super::balance::lb_png(&out.join("lb.png"), "epidemic", "day", lb)?;
+            }
+        }
+    }
+    Ok(outcome)
 }
 
 fn print_verify(theory: Option<&Theory>, o: &Outcome, res: &SeirResult, cfg: &SeirConfig) {

@@ -225,13 +225,13 @@ pub fn run<C: Comm>(
         .value("compute_s", json!(r.compute_s))
         .value("tiles", json!([r.tiles[1], r.tiles[2]]))
         .section("lb", serde_json::to_value(&r.lb).unwrap_or(Value::Null));
-    o = super::balance::lines(o, &r.lb, &format!("mean efficiency {:.3}", r.efficiency));
+    o = super::balance::lines(o, &r.lb, "step", &format!("mean efficiency {:.3}", r.efficiency));
     if let Some(dir) = out {
         if f.png {
             field_png(comm, &r, [ny, nx], f.steps, &dir.join("front.png"))?;
         }
         if comm.rank() == 0 && comm.size() > 1 {
-            super::balance::lb_png(&dir.join("lb.png"), "front", &r.lb)
+            super::balance::lb_png(&dir.join("lb.png"), "front", "step", &r.lb)
                 .map_err(|e| GridError::Io { path: dir.join("lb.png"), msg: e.to_string() })?;
         }
     }

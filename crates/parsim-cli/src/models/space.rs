@@ -262,6 +262,7 @@ pub fn run<C: Comm, R: Rule + Clone>(
     o = super::balance::lines(
         o,
         &r.lb,
+        "step",
         &format!(
             "mean efficiency {:.3}; updates {:.1} % of a broadcast",
             st.efficiency,
@@ -270,7 +271,8 @@ pub fn run<C: Comm, R: Rule + Clone>(
     );
     if let (Some(dir), 0) = (out, comm.rank()) {
         if comm.size() > 1 {
-            super::balance::lb_png(&dir.join("lb.png"), name, &r.lb).map_err(|e| AbmError::Invariant(e.to_string()))?;
+            super::balance::lb_png(&dir.join("lb.png"), name, "step", &r.lb)
+                .map_err(|e| AbmError::Invariant(e.to_string()))?;
         }
     }
     Ok(o)

@@ -167,3 +167,73 @@ fn epidemic_digest_under_mpirun_equals_threads() {
     let m = crate::support::mpirun_summary("2", &args, &dir.join("er-m"));
     assert_eq!(m["digest"], t["digest"]);
 }
+
+/// The epidemic balanced: `[lb]` turns on chunks of consecutive agents.
+fn balanced(ranks: u32, strategy: &str, extra: &[&str], out: &std::path::Path) -> serde_json::Value {
+    let s = format!("lb.strategy={strategy}");
+    let mut a = vec!["--set", s.as_str(), "--set", "lb.every=5", "--set", "lb.measure=count"];
+    a.extend_from_slice(&["--set", "lb.when=every", "--set", "abm.chunk_agents=500"]);
+    a.extend_from_slice(extra);
+    run("scenarios/epidemic.toml", ranks, &a, out)
+}
+
+#[test]
+fn the_balanced_epidemic_keeps_its_digest_under_every_strategy() {
+    let dir = tmp("epi-lb");
+    let want = run("scenarios/epidemic.toml", 1, &[], &dir.join("r1"))["digest"].clone();
+    for strategy in ["off", "diffusive", "sfc", "graph", "greedy", "refine", "steal"] {
+        for ranks in [2, 3, 4] {
+            let s = balanced(ranks, strategy, &[], &dir.join(format!("{strategy}-{ranks}")));
+            assert_eq!(s["digest"], want, "{strategy} on {ranks} ranks");
+            assert_eq!(s["lb"]["strategy"], strategy);
+            if strategy != "off" {
+                assert!(s["lb"]["rebalances"].as_u64() > Some(0), "{strategy} never rebalanced: {}", s["lb"]);
+                assert!(s["lb"]["bytes_migrated"].as_u64() > Some(0));
+            }
+        }
+    }
+    // Predictive, threads per rank, and measured time with a slowed rank.
+    let extra = ["--set", "lb.predict=\"trend\"", "--set", "run.threads_per_rank=2"];
+    assert_eq!(balanced(2, "graph", &extra, &dir.join("pred"))["digest"], want);
+    let extra = ["--set", "lb.measure=\"time\"", "--inject", "slow:rank=1,factor=3"];
+    assert_eq!(balanced(2, "sfc", &extra, &dir.join("slow"))["digest"], want);
+}
+
+#[test]
+fn rebalances_of_the_epidemic_are_printed_and_plotted() {
+    let dir = tmp("epi-lb-report");
+    let out = dir.join("o");
+    let mut a = vec!["run", "scenarios/epidemic.toml", "--ranks", "2", "--set", "lb.strategy=sfc"];
+    a.extend_from_slice(&["--set", "lb.every=5", "--set", "lb.measure=count", "--set", "lb.when=every"]);
+    a.extend_from_slice(&SMALL);
+    a.extend_from_slice(&["--out", out.to_str().unwrap()]);
+    let o = parsim(&a);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("day     5: rebalanced (sfc): λ"), "{text}");
+    assert!(text.contains("mean efficiency"), "{text}");
+    assert!(std::fs::metadata(out.join("lb.png")).unwrap().len() > 1000);
+    let s: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    assert!(s["metrics"]["efficiency"].as_f64().is_some_and(|e| e > 0.0 && e <= 1.0));
+    assert!(s["lb"]["events"][0]["lambda_before"].as_f64() >= s["lb"]["events"][0]["lambda_after"].as_f64());
+    // Bad [lb] values name their key.
+    let o = parsim(&["run", "scenarios/epidemic.toml", "--set", "lb.threshold=0.5", "--dry-run"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("[lb] threshold"), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+#[cfg(feature = "mpi")]
+#[test]
+fn the_balanced_epidemic_under_mpirun_equals_threads() {
+    let dir = tmp("epi-lb-mpi");
+    let want = run("scenarios/epidemic.toml", 1, &[], &dir.join("t"))["digest"].clone();
+    for (n, strategy) in [("2", "sfc"), ("4", "graph"), ("4", "diffusive")] {
+        let s = format!("lb.strategy={strategy}");
+        let mut args = vec!["run", "scenarios/epidemic.toml", "--set", s.as_str(), "--set", "lb.every=5"];
+        args.extend_from_slice(&["--set", "lb.measure=count", "--set", "lb.when=every"]);
+        args.extend_from_slice(&SMALL);
+        let got = crate::support::mpirun_summary(n, &args, &dir.join(format!("m{n}{strategy}")));
+        assert_eq!(got["digest"], want, "{strategy} under mpirun -n {n}");
+        assert!(got["lb"]["rebalances"].as_u64() > Some(0));
+    }
+}
