@@ -17,6 +17,8 @@ use crate::{daly, CkptError, Identity, Interval};
 
 /// The tag of partner copies.
 const PARTNER_TAG: u32 = 7_900;
+/// The tag of the replicas' comparison.
+const REPLICA_TAG: u32 = 7_901;
 
 /// How a run checkpoints.
 #[derive(Clone, Debug)]
@@ -43,6 +45,9 @@ pub struct Options {
     pub inject: Vec<Injection>,
     /// Which launch this is (0: the first; faults fire only then).
     pub attempt: u32,
+    /// Replicated execution: (this rank's replica, replicas). Replica 0
+    /// writes the checkpoints; faults are injected into replica 0 only.
+    pub replica: (usize, usize),
 }
 
 impl Options {
@@ -60,6 +65,7 @@ impl Options {
             restart_may_be_empty: false,
             inject: Vec::new(),
             attempt: 0,
+            replica: (0, 1),
         }
     }
 }
@@ -97,6 +103,12 @@ pub struct Stats {
     pub at: Vec<u64>,
     /// For `auto`: the intervals chosen (seconds), one per estimate.
     pub tau_s: Vec<f64>,
+    /// Replicated execution: checkpoints whose state was compared with
+    /// the other replica's (and found equal).
+    pub replica_checks: u64,
+    /// Replicated execution: checkpoints not compared because the
+    /// replicas took them at different positions (Time Warp's GVT).
+    pub replica_skipped: u64,
 }
 
 /// One rank's checkpointer; every method marked collective must be called
@@ -119,6 +131,9 @@ pub struct Checkpointer<'c, C: Comm> {
     delta: Option<f64>,
     /// Interval estimates from this rank's own measurements (no collective).
     local: bool,
+    /// Replicated execution: the communicator of all replicas (this
+    /// rank's counterpart in the other replica is `rank ± size`).
+    world: Option<&'c C>,
 }
 
 impl<'c, C: Comm> Checkpointer<'c, C> {
@@ -128,6 +143,21 @@ impl<'c, C: Comm> Checkpointer<'c, C> {
     pub fn new(comm: &'c C, opts: Options, id: Identity) -> Result<Self, CkptError> {
         // A relaunch keeps the flags but arms no faults (and may run on
         // fewer ranks than the faults name).
+        if opts.replica.1 > 1 && !matches!(opts.interval, Some(Interval::Every(_))) {
+            return Err(CkptError::Input(
+                "--replicate compares the replicas' states at checkpoints: it needs --checkpoint-every N \
+                 (a time-based interval could fall at different boundaries in each replica)"
+                    .into(),
+            ));
+        }
+        if opts.replica.1 > 1 && id.unit == "gvt" {
+            return Err(CkptError::Input(
+                "--replicate: Time Warp's GVT rounds fall at different simulated times in each replica, so their \
+                 checkpoints cannot be compared; replicate the other engines (des.engine = \"window\", \
+                 \"conservative\", \"sequential\" give the same digest)"
+                    .into(),
+            ));
+        }
         for i in opts.inject.iter().filter(|_| opts.attempt == 0) {
             i.check(&id.unit, comm.size())?;
         }
@@ -158,7 +188,12 @@ impl<'c, C: Comm> Checkpointer<'c, C> {
         let seq = comm.broadcast_value(0, &seq)?;
         let faults = WriterFaults {
             rank: comm.rank(),
-            faults: if opts.attempt == 0 { opts.inject.iter().map(|i| i.fault.clone()).collect() } else { Vec::new() },
+            // Faults hit replica 0 only: a replica is the other's witness.
+            faults: if opts.attempt == 0 && opts.replica.0 == 0 {
+                opts.inject.iter().map(|i| i.fault.clone()).collect()
+            } else {
+                Vec::new()
+            },
             mpi: comm.backend() == "mpi",
         };
         let writer = Writer::new(opts.asynchronous, format!("parsim-ckpt-{}", comm.rank()), faults)
@@ -177,7 +212,19 @@ impl<'c, C: Comm> Checkpointer<'c, C> {
             mark: (start, Instant::now()),
             delta: None,
             local: false,
+            world: None,
         })
+    }
+
+    /// Replicated execution: `world` holds every replica's ranks (this
+    /// checkpointer's communicator is this replica's). At every checkpoint
+    /// the state is compared with the other replica's before anything is
+    /// written; a difference is a silent error ([`CkptError::Silent`]) and
+    /// nothing is saved, so the run rolls back to the last checkpoint.
+    pub fn replicated(&mut self, world: &'c C) {
+        if self.opts.replica.1 > 1 {
+            self.world = Some(world);
+        }
     }
 
     /// For engines whose ranks reach boundaries at different moments (Time
@@ -282,6 +329,19 @@ impl<'c, C: Comm> Checkpointer<'c, C> {
             .map_err(|e| CkptError::Io(format!("serialising the state: {e}")))?;
         // JSON travels as text: postcard cannot carry a self-describing value.
         let sum = format::checksum(&raw);
+        if let Some(world) = self.world {
+            if !self.compare_replicas(world, b, &position, sum, raw.len() as u64)? {
+                // Replica 1 only witnesses: replica 0 writes.
+                let stall = t0.elapsed().as_secs_f64();
+                self.stats.snapshot_s += stall;
+                self.stats.checkpoints += 1;
+                self.stats.at.push(b);
+                self.seq += 1;
+                self.taken += 1;
+                self.delta = Some(stall);
+                return Ok(());
+            }
+        }
         let piece = (raw.len() as u64, format::hex(sum), meta.to_string());
         let seq = self.seq;
         let shared = self.opts.shared_every > 0 && self.taken % self.opts.shared_every == 0;
@@ -365,6 +425,38 @@ impl<'c, C: Comm> Checkpointer<'c, C> {
         Ok(())
     }
 
+    /// Compares this rank's state (its checksum and length) with its
+    /// counterpart's in the other replica (collective over both). Returns
+    /// whether this rank writes (replica 0), or the silent error.
+    fn compare_replicas(&mut self, world: &C, b: u64, position: &Value, sum: u64, len: u64) -> Result<bool, CkptError> {
+        let (idx, _) = self.opts.replica;
+        let p = self.comm.size();
+        let me = world.rank();
+        let other = if idx == 0 { me + p } else { me - p };
+        let pos = format::checksum(position.to_string().as_bytes());
+        let send = world.isend(other, REPLICA_TAG, vec![pos, sum, len])?;
+        let got = world.recv::<u64>(Source::Rank(other), TagMatch::Tag(REPLICA_TAG))?.data;
+        parsim_comm::Request::wait(send)?;
+        let same_place = got.first() == Some(&pos);
+        let differs = same_place && got.get(1..3) != Some(&[sum, len][..]);
+        // Every rank of both replicas learns whether any pair differed.
+        let any = self.comm.all_reduce(&[u64::from(differs), u64::from(!same_place)], ReduceOp::Max)?;
+        if any[0] > 0 {
+            return Err(CkptError::Silent(format!(
+                "{} {b}: the replicas' states differ{}: a silent error; nothing was saved, the run rolls back to its \
+                 last checkpoint",
+                self.id.unit,
+                if differs { format!(" on rank {}", self.comm.rank()) } else { " (on another rank)".into() }
+            )));
+        }
+        if any[1] > 0 {
+            self.stats.replica_skipped += 1;
+        } else {
+            self.stats.replica_checks += 1;
+        }
+        Ok(idx == 0)
+    }
+
     /// Waits for the background writes and returns what checkpointing cost.
     pub fn finish(mut self) -> Stats {
         self.writer.flush();
@@ -390,6 +482,7 @@ impl<'c, C: Comm> Checkpointer<'c, C> {
             Some(Interval::Auto { mtbf }) => format!("auto (Daly, MTBF {mtbf} s)"),
         });
         v["asynchronous"] = json!(opts.asynchronous);
+        v["replicas"] = json!(opts.replica.1);
         v
     }
 }

@@ -114,6 +114,9 @@ pub enum CkptError {
     /// Files could not be written.
     #[error("checkpoint: {0}")]
     Io(String),
+    /// Replicated execution found the replicas' states different.
+    #[error("{0}")]
+    Silent(String),
     /// Communication failed.
     #[error(transparent)]
     Comm(#[from] parsim_comm::CommError),

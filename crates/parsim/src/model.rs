@@ -190,6 +190,8 @@ pub struct Rank<'a, C: Comm> {
     pub(crate) resilience: Option<&'a crate::resilience::Resilience>,
     /// What the checkpointer reported (JSON text), for the summary.
     pub(crate) ckpt_report: Mutex<Value>,
+    /// Replicated execution: every replica's ranks and this rank's replica.
+    pub(crate) replica: Option<(&'a C, usize)>,
 }
 
 impl<'a, C: Comm> Rank<'a, C> {
@@ -214,6 +216,7 @@ impl<'a, C: Comm> Rank<'a, C> {
             whereabouts: Arc::default(),
             resilience: None,
             ckpt_report: Mutex::new(Value::Null),
+            replica: None,
         }
     }
 
@@ -225,9 +228,16 @@ impl<'a, C: Comm> Rank<'a, C> {
     pub fn checkpointer(&self, engine: &str, unit: &str) -> Result<Option<parsim_ckpt::Checkpointer<'a, C>>, BoxError> {
         let Some(r) = self.resilience else { return Ok(None) };
         let id = parsim_ckpt::Identity::new(engine, unit, &r.fingerprint, self.seed);
-        let ck = parsim_ckpt::Checkpointer::new(self.comm, r.options.clone(), id)?;
+        let mut options = r.options.clone();
+        if let Some((_, idx)) = self.replica {
+            options.replica.0 = idx;
+        }
+        let mut ck = parsim_ckpt::Checkpointer::new(self.comm, options, id)?;
+        if let Some((world, _)) = self.replica {
+            ck.replicated(world);
+        }
         if let Some(rs) = ck.restarting() {
-            if self.is_root() {
+            if self.is_root() && self.replica.is_none_or(|(_, idx)| idx == 0) {
                 for n in &rs.notes {
                     tracing::warn!("{n}");
                 }
@@ -252,6 +262,9 @@ impl<'a, C: Comm> Rank<'a, C> {
     /// (R, F), for engines that balance load (they make rank R F times
     /// slower; measured-time balancing then moves work away from it).
     pub fn slowdown(&self) -> Option<(usize, f64)> {
+        if self.replica.is_some_and(|(_, idx)| idx > 0) {
+            return None;
+        }
         self.resilience?.options.inject.iter().find_map(|i| match i.fault {
             parsim_ckpt::Fault::Slow { rank, factor } => Some((rank, factor)),
             _ => None,

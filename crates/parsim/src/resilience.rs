@@ -51,6 +51,11 @@ pub struct CheckpointArgs {
     /// After a failure, relaunch from the newest checkpoint, up to N times (threads backend; under MPI use `parsim supervise`).
     #[arg(long, value_name = "N", help_heading = "Checkpoint and restart")]
     pub auto_restart: Option<u32>,
+    /// Replicated execution: run every rank twice (2 × ranks threads or MPI processes) and compare the
+    /// replicas' states at every checkpoint (--checkpoint-every N) and their digests at the end; a difference
+    /// is a silent error: nothing is saved and the run rolls back (with --auto-restart or `parsim supervise`).
+    #[arg(long, value_name = "2", help_heading = "Checkpoint and restart")]
+    pub replicate: Option<usize>,
     /// Inject a fault: kill:rank=R,step=S[,when=write] | corrupt:level=L,rank=R | bitflip:rank=R,step=S (day=, gvt= … per model; repeatable).
     #[arg(long, value_name = "FAULT", help_heading = "Checkpoint and restart")]
     pub inject: Vec<String>,
@@ -76,6 +81,7 @@ impl CheckpointArgs {
             || self.restart.is_some()
             || self.auto_restart.is_some()
             || !self.inject.is_empty()
+            || self.replicate.is_some()
             || std::env::var_os(ATTEMPT_ENV).is_some()
     }
 
@@ -125,6 +131,25 @@ impl CheckpointArgs {
         if self.mtbf.is_some() && !matches!(interval, Some(Interval::Auto { .. })) {
             return Err(InputError::flag("--mtbf", "is for --checkpoint auto"));
         }
+        let replicas = match self.replicate {
+            None | Some(1) => 1,
+            Some(2) => {
+                if !matches!(interval, Some(Interval::Every(_))) {
+                    return Err(InputError::flag(
+                        "--replicate 2",
+                        "the replicas compare their states at checkpoints: give --checkpoint-every N \
+                         (time-based intervals could fall at different boundaries in each replica)",
+                    ));
+                }
+                2
+            }
+            Some(n) => {
+                return Err(InputError::flag(
+                    &format!("--replicate {n}"),
+                    "expected 2: two replicas detect a silent error and roll back (voting among three is not built)",
+                ))
+            }
+        };
         if mpi && self.auto_restart.is_some() {
             return Err(InputError::flag(
                 "--auto-restart",
@@ -151,6 +176,7 @@ impl CheckpointArgs {
             options.shared_every = k;
         }
         options.inject = inject;
+        options.replica = (0, replicas);
         options.restart = self.restart.clone();
         // A relaunch by `parsim supervise`: restart from the checkpoint directory.
         let attempt: u32 = match std::env::var(ATTEMPT_ENV) {

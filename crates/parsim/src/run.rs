@@ -223,17 +223,47 @@ fn run_rank<C: Comm, M: Model>(
 ) -> Result<Option<Finished>, String> {
     comm.barrier().map_err(|e| e.to_string())?;
     let t0 = Instant::now();
-    let mut rank = Rank::new(&comm, plan.seed, &plan.out, plan.threads_per_rank, plan.verify, true, plan.progress);
+    // Replicated execution: the world splits into replicas of equal size,
+    // each running the whole model; only replica 0 writes and reports.
+    let replicas = plan.resilience.as_ref().map_or(1, |r| r.options.replica.1);
+    let group;
+    let (model_comm, replica) = if replicas > 1 {
+        let p = comm.size() / replicas;
+        let idx = comm.rank() / p;
+        group = comm.split(Some(idx as u32), (comm.rank() % p) as u32).map_err(|e| e.to_string())?;
+        (group.as_ref().expect("every rank has a replica"), idx)
+    } else {
+        (&comm, 0)
+    };
+    let writes = replica == 0;
+    let mut rank = Rank::new(
+        model_comm,
+        plan.seed,
+        &plan.out,
+        plan.threads_per_rank,
+        plan.verify,
+        writes,
+        plan.progress && writes,
+    );
     rank.resilience = plan.resilience.as_ref();
+    if replicas > 1 {
+        rank.replica = Some((&comm, replica));
+    }
     let out = run_model(exp.model(), &plan.params, &mut rank)?;
+    if replicas > 1 {
+        compare_digests(&comm, model_comm.size(), replica, &out)?;
+    }
     comm.barrier().map_err(|e| e.to_string())?;
     let wall_s = t0.elapsed().as_secs_f64();
     let ckpt = rank.ckpt_report.lock().ok().filter(|r| !r.is_null()).map(|r| r.to_string());
-    let end = RankEnd { report: comm.clock().report(), trace: comm.clock().trace(comm.world_rank()), ckpt };
-    let all = comm.gather_value(0, &end).map_err(|e| e.to_string())?;
-    let Some(all) = all else { return Ok(None) };
-    let mut summary = summary_json(exp.model().name(), plan, comm.backend(), comm.size(), wall_s, &all, &out);
+    let end = RankEnd { report: model_comm.clock().report(), trace: comm.clock().trace(comm.world_rank()), ckpt };
+    let all = model_comm.gather_value(0, &end).map_err(|e| e.to_string())?;
+    let Some(all) = all.filter(|_| writes) else { return Ok(None) };
+    let mut summary = summary_json(exp.model().name(), plan, comm.backend(), model_comm.size(), wall_s, &all, &out);
     summary["prepare_s"] = json!(prepare_s);
+    if replicas > 1 {
+        summary["replicas"] = json!(replicas);
+    }
     let reports: Vec<Option<String>> = all.iter().map(|e| e.ckpt.clone()).collect();
     if let Some(c) = crate::resilience::summary(&reports, relaunches) {
         summary["checkpoint"] = c;
@@ -251,6 +281,29 @@ fn run_rank<C: Comm, M: Model>(
         write_atomic(tp, &buf).map_err(fail)?;
     }
     Ok(Some(Finished { summary, summary_path, lines: out.lines }))
+}
+
+/// Replicated execution: the replicas' final digests must agree (collective
+/// over every replica's ranks).
+fn compare_digests<C: Comm>(world: &C, p: usize, replica: usize, out: &Outcome) -> Result<(), String> {
+    let d = out.digest.map_or(0, |d| d.0);
+    let mine = [d as u64, (d >> 64) as u64];
+    let other = if replica == 0 { world.rank() + p } else { world.rank() - p };
+    let send = world.isend(other, 7_902, mine.to_vec()).map_err(|e| e.to_string())?;
+    let got = world
+        .recv::<u64>(parsim_comm::Source::Rank(other), parsim_comm::TagMatch::Tag(7_902))
+        .map_err(|e| e.to_string())?
+        .data;
+    parsim_comm::Request::wait(send).map_err(|e| e.to_string())?;
+    if got != mine {
+        return Err(format!(
+            "the replicas' final digests differ ({} and {}): a silent error after the last checkpoint; the run \
+             rolls back to it",
+            out.digest.map_or_else(|| "none".into(), |d| d.to_string()),
+            parsim_core::Digest(u128::from(got[0]) | u128::from(got.get(1).copied().unwrap_or(0)) << 64)
+        ));
+    }
+    Ok(())
 }
 
 fn summary_json<P>(
@@ -344,7 +397,8 @@ fn execute_threads<M: Model>(
     let mut plan = plan.clone();
     let mut relaunches = Vec::new();
     loop {
-        let result = parsim_comm::Launcher::new(plan.ranks)
+        let replicas = plan.resilience.as_ref().map_or(1, |r| r.options.replica.1);
+        let result = parsim_comm::Launcher::new(plan.ranks * replicas)
             .trace(plan.trace.is_some())
             .run(|comm| run_rank(comm, exp, &plan, prepare_s, &relaunches));
         let e = match result {
@@ -377,18 +431,26 @@ fn execute_mpi<M: Model>(
     plan: &RunPlan<M::Params>,
     prepare_s: f64,
 ) -> Result<Option<Finished>, Error> {
+    let replicas = plan.resilience.as_ref().map_or(1, |r| r.options.replica.1);
     let out = parsim_comm::mpi::Launcher::new().trace(plan.trace.is_some()).run(|comm| {
-        if comm.size() != plan.ranks && comm.rank() == 0 {
+        if comm.size() % replicas != 0 {
+            return Err(format!(
+                "--replicate {replicas}: mpirun started {} ranks; start {replicas} × the ranks of one replica",
+                comm.size()
+            ));
+        }
+        let size = comm.size() / replicas;
+        if size != plan.ranks && comm.rank() == 0 {
             if plan.ranks_from_flag {
                 return Err(format!(
-                    "--ranks {} but mpirun started {} ranks; under MPI the world size decides (drop --ranks or match it)",
+                    "--ranks {} but mpirun started {} ranks{}; under MPI the world size decides (drop --ranks or match it)",
                     plan.ranks,
-                    comm.size()
+                    comm.size(),
+                    if replicas > 1 { format!(" ({replicas} replicas of {size})") } else { String::new() }
                 ));
             }
             tracing::info!(
-                "running on the {} MPI ranks mpirun started (the scenario says ranks = {})",
-                comm.size(),
+                "running on the {size} MPI ranks per replica mpirun started (the scenario says ranks = {})",
                 plan.ranks
             );
         }

@@ -269,3 +269,57 @@ fn walk(d: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+#[test]
+fn replicas_catch_a_flip_that_no_invariant_sees() {
+    // Heat with fixed boundaries conserves nothing: a flipped cell goes
+    // unnoticed and changes the result.
+    let flip = ["--checkpoint-every", "10", "--inject", "bitflip:rank=0,step=23", "--auto-restart", "1"];
+    let s = run(&with(HEAT, &with(&["--ranks", "2"], &flip).iter().map(String::as_str).collect::<Vec<_>>()), "rep-none");
+    assert_ne!(s["digest"], HEAT_DIGEST, "the flip should change the unreplicated result");
+    // Two replicas compare their states at every checkpoint: the flip is
+    // caught at step 30 and the run rolls back to step 20.
+    let mut a = with(HEAT, &["--ranks", "2", "--replicate", "2", "--checkpoint-sync"]);
+    a.extend(flip.iter().map(|s| s.to_string()));
+    let s = run(&a, "rep-flip");
+    assert_eq!(s["digest"], HEAT_DIGEST);
+    assert_eq!(s["replicas"], 2);
+    assert_eq!(s["ranks"], 2);
+    let why = s["checkpoint"]["relaunches"][0].as_str().unwrap();
+    assert!(why.contains("step 30: the replicas' states differ"), "{why}");
+    assert!(s["checkpoint"]["replica_checks"].as_array().is_some_and(|v| v[0].as_u64() > Some(0)));
+    // A flip after the last checkpoint is caught by the final digests.
+    let late = ["--checkpoint-every", "10", "--inject", "bitflip:rank=1,step=35", "--auto-restart", "1"];
+    let mut a = with(HEAT, &["--ranks", "2", "--replicate", "2"]);
+    a.extend(late.iter().map(|s| s.to_string()));
+    let s = run(&a, "rep-late");
+    assert_eq!(s["digest"], HEAT_DIGEST);
+    let why = s["checkpoint"]["relaunches"][0].as_str().unwrap();
+    assert!(why.contains("final digests differ"), "{why}");
+    // The epidemic and the window engine replicate too, with their digests.
+    let s = run(&with(EPI, &["--ranks", "2", "--replicate", "2", "--checkpoint-every", "20"]), "rep-epi");
+    assert_eq!(s["digest"], EPI_DIGEST);
+    let s = run(&with(WIN, &["--ranks", "3", "--replicate", "2", "--checkpoint-every", "30"]), "rep-win");
+    assert_eq!(s["digest"], TW_DIGEST);
+    // Refused: other counts, no interval, Time Warp.
+    for (extra, says) in [
+        (vec!["--replicate", "3", "--checkpoint-every", "5"], "expected 2"),
+        (vec!["--replicate", "2"], "give --checkpoint-every N"),
+        (vec!["--replicate", "2", "--checkpoint-seconds", "5"], "give --checkpoint-every N"),
+    ] {
+        let mut a = vec!["run"];
+        a.extend_from_slice(HEAT);
+        a.extend_from_slice(&extra);
+        a.push("--dry-run");
+        let o = parsim(&a);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {err}");
+        assert!(err.contains(says), "{extra:?}: {err}");
+    }
+    let mut a = vec!["run"];
+    a.extend_from_slice(TW);
+    a.extend_from_slice(&["--replicate", "2", "--checkpoint-every", "4", "--out", "/tmp/parsim-rep-tw"]);
+    let o = parsim(&a);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("GVT rounds"), "{}", String::from_utf8_lossy(&o.stderr));
+}
