@@ -131,25 +131,24 @@ impl CheckpointArgs {
         if self.mtbf.is_some() && !matches!(interval, Some(Interval::Auto { .. })) {
             return Err(InputError::flag("--mtbf", "is for --checkpoint auto"));
         }
-        let replicas = match self.replicate {
-            None | Some(1) => 1,
-            Some(2) => {
-                if !matches!(interval, Some(Interval::Every(_))) {
-                    return Err(InputError::flag(
-                        "--replicate 2",
-                        "the replicas compare their states at checkpoints: give --checkpoint-every N \
+        let replicas =
+            match self.replicate {
+                None | Some(1) => 1,
+                Some(2) => {
+                    if !matches!(interval, Some(Interval::Every(_))) {
+                        return Err(InputError::flag(
+                            "--replicate 2",
+                            "the replicas compare their states at checkpoints: give --checkpoint-every N \
                          (time-based intervals could fall at different boundaries in each replica)",
-                    ));
+                        ));
+                    }
+                    2
                 }
-                2
-            }
-            Some(n) => {
-                return Err(InputError::flag(
+                Some(n) => return Err(InputError::flag(
                     &format!("--replicate {n}"),
                     "expected 2: two replicas detect a silent error and roll back (voting among three is not built)",
-                ))
-            }
-        };
+                )),
+            };
         if mpi && self.auto_restart.is_some() {
             return Err(InputError::flag(
                 "--auto-restart",
@@ -241,6 +240,9 @@ pub(crate) fn summary(per_rank: &[Option<String>], attempts: &[String]) -> Optio
         "raw_bytes": col("raw_bytes"),
         "file_bytes": col("file_bytes"),
         "failures": col("failures"),
+        "replicas": r0["stats"]["replicas"],
+        "replica_checks": col("replica_checks"),
+        "replica_skipped": col("replica_skipped"),
         "restarted_from": r0["restart"],
         "relaunches": attempts,
     }))

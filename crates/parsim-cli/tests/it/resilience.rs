@@ -275,7 +275,8 @@ fn replicas_catch_a_flip_that_no_invariant_sees() {
     // Heat with fixed boundaries conserves nothing: a flipped cell goes
     // unnoticed and changes the result.
     let flip = ["--checkpoint-every", "10", "--inject", "bitflip:rank=0,step=23", "--auto-restart", "1"];
-    let s = run(&with(HEAT, &with(&["--ranks", "2"], &flip).iter().map(String::as_str).collect::<Vec<_>>()), "rep-none");
+    let s =
+        run(&with(HEAT, &with(&["--ranks", "2"], &flip).iter().map(String::as_str).collect::<Vec<_>>()), "rep-none");
     assert_ne!(s["digest"], HEAT_DIGEST, "the flip should change the unreplicated result");
     // Two replicas compare their states at every checkpoint: the flip is
     // caught at step 30 and the run rolls back to step 20.
