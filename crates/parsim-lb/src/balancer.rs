@@ -74,7 +74,9 @@ pub struct Stats {
 /// }).unwrap();
 /// let new = out[0].clone().expect("rebalanced");
 /// assert_eq!(out[1].as_ref(), Some(&new));
-/// assert_eq!(new.iter().filter(|&&r| r == 0).count(), 3);
+/// // Greedy deals the costly chunks 0 and 1 to different ranks.
+/// assert_ne!(new[0], new[1]);
+/// assert_eq!(new.iter().filter(|&&r| r == 0).count(), 2);
 /// ```
 pub struct Balancer {
     cfg: Config,
