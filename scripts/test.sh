@@ -12,8 +12,10 @@
 #   with a digest comparison and --verify, the ring on both backends, the
 #   sweep acceptance command on both backends, checkpoint/restart (ranks
 #   SIGKILLed under mpirun at random points for the grid, the epidemic and
-#   Time Warp, restarts on other rank counts, parsim supervise), and the
-#   PHOLD acceptance command.
+#   Time Warp, restarts on other rank counts, parsim supervise), the
+#   PHOLD acceptance command, replicated execution under mpirun, and
+#   parsim scale (strong, weak, MPI; the report rendered by a headless
+#   Chromium where one is installable).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 step() { printf '\n==> %s\n' "$*"; }
@@ -266,5 +268,48 @@ want=$(grep -o '"digest": "[0-9a-f]*"' target/ci/phold-seq/summary.json | cut -d
 got=$(grep -o '"digest": "[0-9a-f]*"' target/ci/phold-tw/summary.json | cut -d'"' -f4)
 [ "$got" = "$want" ] || { echo "PHOLD optimistic digest $got != sequential $want"; exit 1; }
 echo "PHOLD digest $want: sequential = optimistic on 2 ranks"
+
+step "replicated execution under MPI: 2 replicas of 2 ranks, a flipped bit caught and rolled back under parsim supervise"
+cargo build --release --features mpi -q
+heat_small=(--set "grid.size=[512,512]" --set grid.steps=60 --set grid.png=false --set grid.output_every=0)
+target/release/parsim run scenarios/heat2d.toml "${heat_small[@]}" -q --out target/ci/rep-ref
+target/release/parsim supervise --restarts 2 -- mpirun --allow-run-as-root --oversubscribe -n 4 target/release/parsim run \
+  scenarios/heat2d.toml "${heat_small[@]}" --backend mpi -q --replicate 2 --checkpoint-every 10 \
+  --inject bitflip:rank=0,step=23 --out target/ci/rep-mpi </dev/null
+[ "$(digest_of target/ci/rep-mpi)" = "$(digest_of target/ci/rep-ref)" ] || { echo "replicated MPI run: digest differs"; exit 1; }
+json target/ci/rep-mpi/summary.json "d['replicas'] == 2 and d['ranks'] == 2 or exit(1)" >/dev/null || { echo "replicated MPI run: summary"; exit 1; }
+echo "replicas caught the flip under mpirun -n 4 and the relaunch gave the failure-free digest"
+
+step "scaling: parsim scale heat2d strong (the README command), weak, and under MPI; the report renders"
+target/release/parsim scale scenarios/heat2d.toml --ranks 1,2,4 --out target/ci/scale | tee target/ci/scale.txt
+grep -q "of the loss is\|nothing to attribute" target/ci/scale.txt || { echo "scale printed no diagnosis"; exit 1; }
+for f in report.html scale.json scale.csv speedup.png efficiency.png loss.png phases.png network.png; do
+  [ -s "target/ci/scale/$f" ] || { echo "scale did not write $f"; exit 1; }
+done
+target/release/parsim scale scenarios/heat2d.toml --ranks 1,2,4 --weak grid.size --reps 1 \
+  --set "grid.size=[1024,1024]" --set grid.steps=200 --out target/ci/scale-weak | tail -3
+target/release/parsim scale scenarios/heat2d.toml --ranks 1,2,4 --backend mpi --reps 1 \
+  --set "grid.size=[1024,1024]" --set grid.steps=200 --out target/ci/scale-mpi | tail -3
+json target/ci/scale-mpi/scale.json "d['backend'] == 'mpi' and len(d['points']) == 3 or exit(1)" >/dev/null \
+  || { echo "scale under MPI: wrong report"; exit 1; }
+# A headless browser renders the page (where Chromium is installable).
+if ! command -v chromium >/dev/null 2>&1; then
+  su=""; [ "$(id -u)" = 0 ] || su="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $su apt-get install -y -qq --no-install-recommends chromium >/dev/null 2>&1 \
+    || { $su apt-get update -qq && $su apt-get install -y -qq --no-install-recommends chromium >/dev/null 2>&1; } || true
+fi
+if command -v chromium >/dev/null 2>&1; then
+  page="file://$PWD/target/ci/scale/report.html"
+  timeout 120 chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1100,2400 \
+    --screenshot="$PWD/target/ci/scale/screenshot.png" "$page" >/dev/null 2>&1 || true
+  timeout 120 chromium --headless --no-sandbox --disable-gpu --dump-dom "$page" 2>/dev/null > target/ci/scale/dom.html || true
+  grep -q "<title>parsim scale: grid</title>" target/ci/scale/dom.html || { echo "the report did not render its title"; exit 1; }
+  size=$(stat -c %s target/ci/scale/screenshot.png 2>/dev/null || echo 0)
+  [ "$size" -gt 30000 ] || { echo "the report's screenshot is blank ($size bytes)"; exit 1; }
+  echo "report rendered by Chromium: screenshot $size bytes, title found"
+else
+  echo "Chromium is not installable here: the report was checked as HTML only"
+fi
 
 step "all tests passed in $(( $(date +%s) - started )) s"

@@ -7,6 +7,7 @@ mod bench;
 mod cmd;
 mod models;
 mod report;
+mod scale;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -101,6 +102,36 @@ enum Command {
         #[arg(last = true, required = true)]
         command: Vec<String>,
     },
+    /// Strong or weak scaling study: runs a scenario at each rank count, says where the efficiency went, fits Amdahl/Gustafson and a T(p) model, predicts beyond, writes report.html.
+    #[command(after_help = SCALE_EXAMPLES)]
+    Scale {
+        /// The scenario to study (not with --from).
+        scenario: Option<PathBuf>,
+        /// Rank counts, increasing (e.g. 1,2,4,8).
+        #[arg(long, default_value = "1,2,4")]
+        ranks: String,
+        /// Weak scaling: the key that grows with p (abm.agents, grid.size, phold.lps …).
+        #[arg(long, value_name = "KEY")]
+        weak: Option<String>,
+        /// threads (default) or mpi (runs `mpirun -n p` itself).
+        #[arg(long, default_value = "threads")]
+        backend: String,
+        /// Repetitions per rank count (the median wall time is used).
+        #[arg(long, default_value_t = 3)]
+        reps: usize,
+        /// Output directory (default out/scale).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Analyse finished runs (directories or summary.json files) instead of running.
+        #[arg(long, num_args = 1.., value_name = "DIR")]
+        from: Vec<PathBuf>,
+        /// Set a scenario key for every run (repeatable).
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        sets: Vec<String>,
+        /// α and β from a `parsim bench comm` report (default: measured now).
+        #[arg(long, value_name = "FILE")]
+        network: Option<PathBuf>,
+    },
     /// The seed's formulas as calculators.
     Model {
         #[command(subcommand)]
@@ -134,6 +165,56 @@ enum ModelWhat {
         #[arg(long)]
         restart: Option<String>,
     },
+    /// Amdahl's law: the speedup a serial fraction allows.
+    #[command(
+        after_help = "Example:\n  parsim model amdahl --serial 0.1 --p 1024\n  parsim model amdahl --serial 0.01 --p 1,8,64,512"
+    )]
+    Amdahl {
+        /// The serial fraction f (0..=1).
+        #[arg(long)]
+        serial: f64,
+        /// Rank counts (comma-separated).
+        #[arg(long, value_delimiter = ',', default_value = "1024")]
+        p: Vec<usize>,
+    },
+    /// Gustafson's law: the scaled speedup when the work grows with p.
+    #[command(after_help = "Example:\n  parsim model gustafson --serial 0.1 --p 1024")]
+    Gustafson {
+        /// The serial fraction of the scaled run (0..=1).
+        #[arg(long)]
+        serial: f64,
+        /// Rank counts (comma-separated).
+        #[arg(long, value_delimiter = ',', default_value = "1024")]
+        p: Vec<usize>,
+    },
+    /// The Karp–Flatt metric: the serial fraction a measured speedup implies.
+    #[command(name = "karp-flatt", after_help = "Example:\n  parsim model karp-flatt --speedup 6.2 --p 8")]
+    KarpFlatt {
+        /// The measured speedup.
+        #[arg(long)]
+        speedup: f64,
+        /// The ranks it was measured on.
+        #[arg(long)]
+        p: usize,
+    },
+    /// Halo exchange per rank and step for slabs, pencils and blocks.
+    #[command(
+        after_help = "Example:\n  parsim model halo --size 4096x4096 --ranks 64\n  parsim model halo --size 512x512x512 --ranks 96 --width 2"
+    )]
+    Halo {
+        /// The grid's extents, e.g. 4096x4096 or 512x512x512.
+        #[arg(long)]
+        size: String,
+        /// Ranks.
+        #[arg(long)]
+        ranks: usize,
+        /// Halo width (cells).
+        #[arg(long, default_value_t = 1)]
+        width: usize,
+        /// Bytes per cell.
+        #[arg(long, default_value_t = 8)]
+        bytes: usize,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -155,6 +236,9 @@ enum BenchWhat {
         /// Fewer iterations (a smoke test, not a measurement).
         #[arg(long)]
         quick: bool,
+        /// Print the α–β fit (latency α, seconds per byte β) of the ping-pong and its residual.
+        #[arg(long)]
+        fit: bool,
     },
     /// Checkpoint write speed against the disk's, background vs synchronous stall, compression, and overhead at Daly's interval.
     #[command(
@@ -307,6 +391,15 @@ A launch that fails (a killed rank ends the whole MPI job) is relaunched with PA
 relaunched run restarts from the newest valid checkpoint in its --checkpoint-dir (default OUT/checkpoints).
 Exit code 2 (bad input) is not retried.";
 
+const SCALE_EXAMPLES: &str = "Examples:
+  parsim scale scenarios/heat2d.toml --ranks 1,2,4
+  parsim scale scenarios/heat2d.toml --ranks 1,2,4 --weak grid.size
+  parsim scale scenarios/epidemic.toml --ranks 1,2,4 --backend mpi --reps 3 --out out/scale-epi
+  parsim scale --from runs/p1 runs/p2 runs/p4 runs/p8   # summaries of a cluster's batch jobs
+
+Writes OUT/report.html (one self-contained page), scale.json, scale.csv and the charts as PNG;
+prints the attribution table and names the dominant barrier at each p.";
+
 const BENCH_EXAMPLES: &str = "Examples:
   parsim bench stencil --quick
   parsim bench phold --reps 5
@@ -386,6 +479,26 @@ fn main() -> ExitCode {
         Command::Model { what: ModelWhat::Checkpoint { delta, mtbf, restart } } => {
             cmd::model::checkpoint(&delta, &mtbf, restart.as_deref())
         }
+        Command::Model { what: ModelWhat::Amdahl { serial, p } } => cmd::model::amdahl(serial, &p),
+        Command::Model { what: ModelWhat::Gustafson { serial, p } } => cmd::model::gustafson(serial, &p),
+        Command::Model { what: ModelWhat::KarpFlatt { speedup, p } } => cmd::model::karp_flatt(speedup, p),
+        Command::Model { what: ModelWhat::Halo { size, ranks, width, bytes } } => {
+            cmd::model::halo(&size, ranks, width, bytes)
+        }
+        Command::Scale { scenario, ranks, weak, backend, reps, out, from, sets, network } => (|| {
+            let backend = parse_backend(&backend, "--backend")?;
+            let ranks = scale::parse_ranks(&ranks)?;
+            if scenario.is_none() && from.is_empty() {
+                return Err(
+                    InputError::flag("parsim scale", "give a scenario, or --from DIR … with finished runs").into()
+                );
+            }
+            if reps == 0 {
+                return Err(InputError::flag("--reps 0", "at least one repetition").into());
+            }
+            let out = out.unwrap_or_else(|| PathBuf::from("out/scale"));
+            scale::run(scale::Args { scenario, ranks, weak, backend, reps, out, from, sets, network })
+        })(),
         Command::Info => {
             cmd::info::run();
             Ok(())
@@ -407,12 +520,12 @@ fn main() -> ExitCode {
         Command::Bench { what: BenchWhat::Partition { dir, out, quick, reps } } => {
             bench::partition::run(dir, out, quick, reps.max(1))
         }
-        Command::Bench { what: BenchWhat::Comm { ranks, backend, out, quick } } => {
+        Command::Bench { what: BenchWhat::Comm { ranks, backend, out, quick, fit } } => {
             parse_backend(&backend, "--backend").map_err(anyhow::Error::from).and_then(|b| {
                 if ranks == 0 {
                     return Err(InputError::flag("--ranks 0", "the number of ranks must be at least 1").into());
                 }
-                bench::comm::run(b, ranks, out, quick)
+                bench::comm::run(b, ranks, out, quick, fit)
             })
         }
     };

@@ -94,7 +94,7 @@ mod sweep;
 pub use experiment::{exit_code, parse_backend, print_phases, Experiment, RunArgs, SweepArgs};
 pub use model::{check, BoxError, Model, Outcome, ParamError, Rank};
 pub use progress::Progress;
-pub use run::{read_run_table, toml_to_json, write_atomic, Backend, Finished, RunPlan, RunSettings};
+pub use run::{peak_rss, read_run_table, toml_to_json, write_atomic, Backend, Finished, RunPlan, RunSettings};
 pub use scenario::{InputError, Scenario, Section};
 pub use stencil_model::{Stencil, StencilModel};
 pub use sweep::kill_self;

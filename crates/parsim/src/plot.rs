@@ -104,6 +104,9 @@ pub struct Panel {
     windows: Vec<(String, f64, f64)>,
     y_range: Option<(f64, f64)>,
     percent: bool,
+    log2_x: bool,
+    log2_y: bool,
+    x_fixed: Option<(f64, f64)>,
 }
 
 impl Panel {
@@ -116,6 +119,9 @@ impl Panel {
             windows: Vec::new(),
             y_range: None,
             percent: false,
+            log2_x: false,
+            log2_y: false,
+            x_fixed: None,
         }
     }
 
@@ -143,7 +149,61 @@ impl Panel {
         self
     }
 
-    fn x_range(&self) -> (f64, f64) {
+    /// A logarithmic x axis (base 2: ranks, message sizes); x must be > 0.
+    /// Every panel of a chart should agree.
+    pub fn log2(mut self) -> Self {
+        self.log2_x = true;
+        self
+    }
+
+    /// Fixes the x range (otherwise it spans the data): room for bars at the ends.
+    pub fn x_range(mut self, lo: f64, hi: f64) -> Self {
+        self.x_fixed = Some((lo, hi));
+        self
+    }
+
+    /// A logarithmic y axis (base 2, labelled with the values); y must be > 0.
+    pub fn log2_y(mut self) -> Self {
+        self.log2_y = true;
+        self
+    }
+
+    /// The panel with x (and y) as their log₂ where the axes are logarithmic.
+    fn x_logged(&self) -> Panel {
+        let mut p = self.clone();
+        let f = |x: f64| x.max(f64::MIN_POSITIVE).log2();
+        if p.log2_x {
+            for s in &mut p.series {
+                for pt in &mut s.points {
+                    pt.0 = f(pt.0);
+                }
+                for b in s.band.iter_mut().flatten() {
+                    b.0 = f(b.0);
+                }
+            }
+            for w in &mut p.windows {
+                (w.1, w.2) = (f(w.1), f(w.2));
+            }
+            p.x_fixed = p.x_fixed.map(|(lo, hi)| (f(lo), f(hi)));
+        }
+        if p.log2_y {
+            for s in &mut p.series {
+                for pt in &mut s.points {
+                    pt.1 = f(pt.1);
+                }
+                for b in s.band.iter_mut().flatten() {
+                    (b.1, b.2) = (f(b.1), f(b.2));
+                }
+            }
+            p.y_range = p.y_range.map(|(lo, hi)| (f(lo), f(hi)));
+        }
+        p
+    }
+
+    fn x_extent(&self) -> (f64, f64) {
+        if let Some(r) = self.x_fixed {
+            return r;
+        }
         let xs = self.series.iter().flat_map(|s| s.points.iter().map(|p| p.0));
         let (lo, hi) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| (a.min(x), b.max(x)));
         if lo.is_finite() && hi > lo {
@@ -244,12 +304,12 @@ impl Picture for Chart {
             cuts.push(((unit * (i as f64 + 1.0)) as i32).min(h as i32));
         }
         let areas = root.split_by_breakpoints::<i32, i32, _, _>([] as [i32; 0], cuts);
-        let (x_lo, x_hi) = self
-            .panels
+        let panels: Vec<Panel> = self.panels.iter().map(Panel::x_logged).collect();
+        let (x_lo, x_hi) = panels
             .iter()
-            .map(Panel::x_range)
+            .map(Panel::x_extent)
             .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), (lo, hi)| (a.min(lo), b.max(hi)));
-        for (panel, area) in self.panels.iter().zip(areas.iter()) {
+        for (panel, area) in panels.iter().zip(areas.iter()) {
             draw_panel(area, panel, (x_lo, x_hi))?;
         }
         Ok(())
@@ -269,13 +329,27 @@ fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, p: &Panel, x: (
         .build_cartesian_2d(x.0..x.1, y_lo..y_hi)
         .map_err(plot_err)?;
     let percent = p.percent;
-    let y_fmt = move |v: &f64| if percent { format!("{:.0}%", v * 100.0) } else { short(*v) };
+    // A log axis labels the powers of two only (ticks between them stay blank).
+    let pow2 = |v: f64| if (v - v.round()).abs() < 1e-6 { short(2f64.powf(v.round())) } else { String::new() };
+    let log2_y = p.log2_y;
+    let y_fmt = move |v: &f64| {
+        if log2_y {
+            return pow2(*v);
+        }
+        if percent {
+            format!("{:.0}%", v * 100.0)
+        } else {
+            short(*v)
+        }
+    };
+    let log2 = p.log2_x;
+    let x_fmt = move |v: &f64| if log2 { pow2(*v) } else { short(*v) };
     chart
         .configure_mesh()
         .x_desc(&p.x_label)
         .y_desc(&p.y_label)
         .y_label_formatter(&y_fmt)
-        .x_label_formatter(&|v: &f64| short(*v))
+        .x_label_formatter(&x_fmt)
         .label_style(("sans-serif", 14))
         .axis_desc_style(("sans-serif", 16))
         .light_line_style(RGBColor(235, 235, 235))

@@ -178,6 +178,17 @@ struct RankEnd {
     trace: Trace,
     /// The checkpointer's report (JSON text), if there was one.
     ckpt: Option<String>,
+    /// Peak resident memory of this rank's process, bytes (Linux), if known.
+    peak_rss: Option<u64>,
+}
+
+/// Peak resident memory of this process in bytes (Linux: VmHWM), if known.
+/// On the threads backend every rank reports the whole process's.
+pub fn peak_rss() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
 }
 
 /// The result of one run, as rank 0 sees it.
@@ -256,7 +267,12 @@ fn run_rank<C: Comm, M: Model>(
     comm.barrier().map_err(|e| e.to_string())?;
     let wall_s = t0.elapsed().as_secs_f64();
     let ckpt = rank.ckpt_report.lock().ok().filter(|r| !r.is_null()).map(|r| r.to_string());
-    let end = RankEnd { report: model_comm.clock().report(), trace: comm.clock().trace(comm.world_rank()), ckpt };
+    let end = RankEnd {
+        report: model_comm.clock().report(),
+        trace: comm.clock().trace(comm.world_rank()),
+        ckpt,
+        peak_rss: peak_rss(),
+    };
     let all = model_comm.gather_value(0, &end).map_err(|e| e.to_string())?;
     let Some(all) = all.filter(|_| writes) else { return Ok(None) };
     let mut summary = summary_json(exp.model().name(), plan, comm.backend(), model_comm.size(), wall_s, &all, &out);
@@ -353,6 +369,7 @@ fn summary_json<P>(
         },
         "counters": counters,
         "imbalance": imbalance,
+        "peak_rss_bytes": all.iter().map(|e| e.peak_rss).collect::<Vec<_>>(),
         "digest": out.digest.map_or_else(|| "unavailable".to_string(), |d| d.to_string()),
         "metrics": Value::Object(out.metrics.clone()),
     });

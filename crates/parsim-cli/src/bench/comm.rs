@@ -268,8 +268,32 @@ pub fn print(b: &CommBench) {
     }
 }
 
+/// The α–β fit of the ping-pong (one copy per hop, as a real send makes),
+/// with each size's measured and fitted time.
+pub fn print_fit(b: &CommBench) {
+    let pts: Vec<(f64, f64)> = b.pingpong.iter().map(|r| (r.bytes as f64, r.copy_one_way_us * 1e-6)).collect();
+    let (alpha, beta, residual) = crate::scale::model::fit_alpha_beta(&pts);
+    println!(
+        "α–β fit (least squares of the relative error): α = {:.3} µs, β = {:.4} ns/byte ({:.2} GB/s); relative RMS residual {:.1} %",
+        alpha * 1e6,
+        beta * 1e9,
+        if beta > 0.0 { 1e-9 / beta } else { f64::INFINITY },
+        100.0 * residual
+    );
+    println!("{:>10} {:>14} {:>14}", "bytes", "measured µs", "α + β·bytes");
+    for &(x, t) in &pts {
+        println!("{:>10} {:>14.3} {:>14.3}", x, t * 1e6, (alpha + beta * x) * 1e6);
+    }
+    println!(
+        "all-reduce: {:.3} µs on {} ranks = {:.3} µs × log₂ p",
+        b.allreduce_8b_us,
+        b.ranks,
+        b.allreduce_8b_us / (b.ranks as f64).log2().max(1.0)
+    );
+}
+
 /// Runs the benchmark; rank 0 prints it and writes the JSON.
-pub fn run(backend: Backend, ranks: usize, out: PathBuf, quick: bool) -> Result<()> {
+pub fn run(backend: Backend, ranks: usize, out: PathBuf, quick: bool, fit: bool) -> Result<()> {
     let report = match backend {
         Backend::Threads => {
             let mut r =
@@ -281,6 +305,9 @@ pub fn run(backend: Backend, ranks: usize, out: PathBuf, quick: bool) -> Result<
     };
     if let Some(b) = report {
         print(&b);
+        if fit {
+            print_fit(&b);
+        }
         write_atomic(&out, serde_json::to_string_pretty(&b)?.as_bytes())?;
         println!("wrote {}", out.display());
     }

@@ -9,6 +9,7 @@ mod partition;
 mod pinned;
 mod resilience;
 mod ring;
+mod scale;
 mod space;
 mod support;
 mod sweep;
