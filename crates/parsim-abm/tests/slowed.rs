@@ -12,7 +12,20 @@ use parsim_comm::{launch, Comm};
 use parsim_graph::DistGraph;
 use parsim_lb::{Balancer, Config, Measure, Strategy, When};
 
-fn space_slowed() {
+/// Runs `f` up to three times: a timing test passes when one attempt
+/// shows the effect (another process's burst of work can spoil one).
+fn attempts(name: &str, f: impl Fn() -> Result<(), String>) {
+    let mut why = Vec::new();
+    for _ in 0..3 {
+        match f() {
+            Ok(()) => return,
+            Err(e) => why.push(e),
+        }
+    }
+    panic!("{name}: three attempts failed:\n  {}", why.join("\n  "));
+}
+
+fn space_slowed() -> Result<(), String> {
     let d = Domain::new(2, [64.0, 64.0, 1.0], true, 2.0, [8, 8, 1]).unwrap();
     for s in [Strategy::Sfc, Strategy::Diffusive, Strategy::Refine, Strategy::Graph] {
         // Eight checks, each able to rebalance: robust to a busy machine
@@ -29,9 +42,14 @@ fn space_slowed() {
                 .unwrap();
         let (owner, lb) = &out[0];
         let slow = owner.iter().filter(|&&r| r == 1).count();
-        assert!(lb.rebalances > 0, "{s:?}: no rebalance (λ {:?})", lb.lambda);
-        assert!(slow < 28, "{s:?}: the slowed rank still owns {slow} of 64 chunks (λ {:?})", lb.lambda);
+        if lb.rebalances == 0 || slow >= 28 {
+            return Err(format!(
+                "{s:?}: {} rebalances, the slowed rank still owns {slow} of 64 chunks (λ {:?})",
+                lb.rebalances, lb.lambda
+            ));
+        }
     }
+    Ok(())
 }
 
 /// The share of the epidemic's work rank 1 did, slowed `factor` times, under `lb`.
@@ -49,7 +67,7 @@ fn epidemic_share(pop: &Population, cfg: &SeirConfig, lb: &Config, factor: f64) 
     out[0]
 }
 
-fn epidemic_slowed() {
+fn epidemic_slowed() -> Result<(), String> {
     let pop = Synthetic { district_size: 1_000, ..Synthetic::default() }.build(12_000, 5).unwrap();
     let cfg = SeirConfig { seed: 4, days: 60, seeds: 40, ..SeirConfig::default() };
     let lb = Config { strategy: Strategy::Sfc, when: When::Every, every: 5, ..Config::default() };
@@ -59,14 +77,15 @@ fn epidemic_slowed() {
     assert_eq!(got, want);
     // Rank 1 computes 6 times as long for the same work: balancing on
     // measured time gives it a clearly smaller share of the work.
-    assert!(
-        share < static_share - 0.05,
-        "the slowed rank did {share:.3} of the work balanced, {static_share:.3} static"
-    );
+    if share < static_share - 0.05 {
+        Ok(())
+    } else {
+        Err(format!("the slowed rank did {share:.3} of the work balanced, {static_share:.3} static"))
+    }
 }
 
 #[test]
 fn a_slowed_rank_loses_work_under_measured_time_balancing() {
-    space_slowed();
-    epidemic_slowed();
+    attempts("agents in space", space_slowed);
+    attempts("the epidemic", epidemic_slowed);
 }

@@ -103,6 +103,10 @@ pub struct Stats {
     pub at: Vec<u64>,
     /// For `auto`: the intervals chosen (seconds), one per estimate.
     pub tau_s: Vec<f64>,
+    /// Boundaries the engine reported.
+    pub boundaries: u64,
+    /// Injected jitter: seconds slept at boundaries.
+    pub jitter_s: f64,
     /// Replicated execution: checkpoints whose state was compared with
     /// the other replica's (and found equal).
     pub replica_checks: u64,
@@ -249,6 +253,7 @@ impl<'c, C: Comm> Checkpointer<'c, C> {
     pub fn boundary(&mut self, b: u64) -> Result<Action, CkptError> {
         let me = self.comm.rank();
         let mut act = Action::default();
+        self.stats.boundaries += 1;
         if self.writer.killed.load(std::sync::atomic::Ordering::SeqCst) {
             self.die(&format!("injected kill during a checkpoint write ({} {b})", self.id.unit));
         }
@@ -258,6 +263,15 @@ impl<'c, C: Comm> Checkpointer<'c, C> {
                     self.die(&format!("injected kill at {} {b}", self.id.unit));
                 }
                 Fault::Bitflip { rank, at } if rank == me && at == b => act.bitflip = true,
+                Fault::Jitter { mean } => {
+                    // Exponential, from a stream keyed by (rank, boundary).
+                    let mut rng = parsim_core::rng::StreamKey::new(me as u64).purpose("parsim.jitter").with(b).stream();
+                    let d = rng.exponential(1.0 / mean);
+                    let t = Instant::now();
+                    std::thread::sleep(std::time::Duration::from_secs_f64(d));
+                    // What the delay really was (a sleep overshoots by the timer's slack).
+                    self.stats.jitter_s += t.elapsed().as_secs_f64();
+                }
                 _ => {}
             }
         }

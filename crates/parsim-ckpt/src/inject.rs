@@ -13,6 +13,10 @@
 //!   whole run (heterogeneous or shared hardware), for the engines that
 //!   balance load (agents in space): measured-time balancing must move
 //!   work away from it.
+//! - `jitter:mean=DURATION` — every rank sleeps a random delay
+//!   (exponential, the given mean) at every boundary: operating-system
+//!   noise, which a synchronising step amplifies to the expected maximum of
+//!   p delays (`parsim scale --inject jitter:mean=2ms` measures it).
 //!
 //! Faults fire only in a run's first attempt: a restarted run is not killed
 //! again at the same place.
@@ -55,6 +59,11 @@ pub enum Fault {
         rank: usize,
         /// The boundary.
         at: u64,
+    },
+    /// Random delays at every boundary, on every rank.
+    Jitter {
+        /// The mean delay, seconds.
+        mean: f64,
     },
     /// Make a rank slower.
     Slow {
@@ -104,7 +113,7 @@ impl Injection {
         };
         let (kind, rest) = s.split_once(':').ok_or_else(|| bad("expected KIND:key=value,…".into()))?;
         let (mut rank, mut level, mut at, mut unit, mut when) = (None, None, None, None, KillWhen::Boundary);
-        let mut factor = None;
+        let (mut factor, mut mean) = (None, None);
         for kv in rest.split(',').filter(|p| !p.is_empty()) {
             let (k, v) = kv.split_once('=').ok_or_else(|| bad(format!("\"{kv}\" is not key=value")))?;
             let num = || v.trim().parse::<u64>().map_err(|_| bad(format!("{k}={v}: not a non-negative integer")));
@@ -117,6 +126,9 @@ impl Injection {
                         return Err(bad(format!("factor={v}: expected a slowdown in 1..=1000")));
                     }
                     factor = Some(f);
+                }
+                "mean" => {
+                    mean = Some(crate::parse_duration(v).map_err(|e| bad(format!("mean={v}: {e}")))?);
                 }
                 "when" => {
                     when = match v.trim() {
@@ -134,11 +146,18 @@ impl Injection {
                 }
                 other => {
                     return Err(bad(format!(
-                        "unknown key \"{other}\" (known: rank, level, when, factor, {})",
+                        "unknown key \"{other}\" (known: rank, level, when, factor, mean, {})",
                         UNITS.join(", ")
                     )))
                 }
             }
+        }
+        if kind.trim() == "jitter" {
+            let mean = mean.ok_or_else(|| bad("mean= is missing (e.g. jitter:mean=2ms)".into()))?;
+            if mean > 60.0 {
+                return Err(bad(format!("mean={mean} s: expected a delay of at most a minute")));
+            }
+            return Ok(Injection { fault: Fault::Jitter { mean }, unit, text: s.to_string() });
         }
         let rank = rank.ok_or_else(|| bad("rank= is missing".into()))?;
         let fault = match kind.trim() {
@@ -158,7 +177,7 @@ impl Injection {
                 Fault::Bitflip { rank, at: at.ok_or_else(|| bad("the boundary (step=, day= …) is missing".into()))? }
             }
             "slow" => Fault::Slow { rank, factor: factor.ok_or_else(|| bad("factor= is missing".into()))? },
-            other => return Err(bad(format!("unknown kind \"{other}\" (kill, corrupt, bitflip, slow)"))),
+            other => return Err(bad(format!("unknown kind \"{other}\" (kill, corrupt, bitflip, slow, jitter)"))),
         };
         Ok(Injection { fault, unit, text: s.to_string() })
     }
@@ -186,6 +205,7 @@ impl Injection {
             | Fault::Corrupt { rank, .. }
             | Fault::Bitflip { rank, .. }
             | Fault::Slow { rank, .. } => rank,
+            Fault::Jitter { .. } => 0,
         };
         if rank >= ranks {
             return Err(CkptError::Input(format!(

@@ -131,6 +131,9 @@ enum Command {
         /// α and β from a `parsim bench comm` report (default: measured now).
         #[arg(long, value_name = "FILE")]
         network: Option<PathBuf>,
+        /// jitter:mean=DURATION: run every point again with random delays at every boundary and measure how synchronisation amplifies them.
+        #[arg(long, value_name = "jitter:mean=D")]
+        inject: Option<String>,
     },
     /// The seed's formulas as calculators.
     Model {
@@ -396,6 +399,7 @@ const SCALE_EXAMPLES: &str = "Examples:
   parsim scale scenarios/heat2d.toml --ranks 1,2,4 --weak grid.size
   parsim scale scenarios/epidemic.toml --ranks 1,2,4 --backend mpi --reps 3 --out out/scale-epi
   parsim scale --from runs/p1 runs/p2 runs/p4 runs/p8   # summaries of a cluster's batch jobs
+  parsim scale scenarios/heat2d.toml --ranks 1,2,4 --inject jitter:mean=1ms   # how barriers amplify noise
 
 Writes OUT/report.html (one self-contained page), scale.json, scale.csv and the charts as PNG;
 prints the attribution table and names the dominant barrier at each p.";
@@ -485,7 +489,7 @@ fn main() -> ExitCode {
         Command::Model { what: ModelWhat::Halo { size, ranks, width, bytes } } => {
             cmd::model::halo(&size, ranks, width, bytes)
         }
-        Command::Scale { scenario, ranks, weak, backend, reps, out, from, sets, network } => (|| {
+        Command::Scale { scenario, ranks, weak, backend, reps, out, from, sets, network, inject } => (|| {
             let backend = parse_backend(&backend, "--backend")?;
             let ranks = scale::parse_ranks(&ranks)?;
             if scenario.is_none() && from.is_empty() {
@@ -497,7 +501,7 @@ fn main() -> ExitCode {
                 return Err(InputError::flag("--reps 0", "at least one repetition").into());
             }
             let out = out.unwrap_or_else(|| PathBuf::from("out/scale"));
-            scale::run(scale::Args { scenario, ranks, weak, backend, reps, out, from, sets, network })
+            scale::run(scale::Args { scenario, ranks, weak, backend, reps, out, from, sets, network, jitter: inject })
         })(),
         Command::Info => {
             cmd::info::run();

@@ -241,6 +241,8 @@ pub(crate) fn summary(per_rank: &[Option<String>], attempts: &[String]) -> Optio
         "file_bytes": col("file_bytes"),
         "failures": col("failures"),
         "replicas": r0["stats"]["replicas"],
+        "boundaries": r0["stats"]["boundaries"],
+        "jitter_s": col("jitter_s"),
         "replica_checks": col("replica_checks"),
         "replica_skipped": col("replica_skipped"),
         "restarted_from": r0["restart"],

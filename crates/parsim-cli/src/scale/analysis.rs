@@ -36,6 +36,10 @@ pub struct Point {
     pub peak_rss: Vec<u64>,
     /// Every repetition's wall time.
     pub walls: Vec<f64>,
+    /// Boundaries (steps, days …) the run reported (0: unknown).
+    pub boundaries: u64,
+    /// Injected jitter slept, all ranks (seconds).
+    pub jitter_s: f64,
 }
 
 /// The lost efficiency at one point, by cause, as fractions of the run's
@@ -208,7 +212,17 @@ mod tests {
     use super::*;
 
     fn point(p: usize, wall: f64, ranks: Vec<Phases>) -> Point {
-        Point { p, wall, ranks, messages: 0, bytes: 0, peak_rss: Vec::new(), walls: vec![wall] }
+        Point {
+            p,
+            wall,
+            ranks,
+            messages: 0,
+            bytes: 0,
+            peak_rss: Vec::new(),
+            walls: vec![wall],
+            boundaries: 0,
+            jitter_s: 0.0,
+        }
     }
 
     fn even(p: usize, compute: f64) -> Vec<Phases> {

@@ -41,6 +41,10 @@ pub struct Args {
     pub sets: Vec<String>,
     /// A `parsim bench comm --fit` report with α and β (else measured now).
     pub network: Option<PathBuf>,
+    /// `jitter:mean=DURATION`: every point is also run with random delays at
+    /// every boundary, and the report measures how synchronisation
+    /// amplifies them.
+    pub jitter: Option<String>,
 }
 
 /// Parses `1,2,4,8`: increasing, distinct, each at least 1.
@@ -110,6 +114,8 @@ fn point_of(s: &Value, path: &Path) -> Result<Point> {
         bytes: total("bytes_sent"),
         peak_rss,
         walls: vec![wall],
+        boundaries: s["checkpoint"]["boundaries"].as_u64().unwrap_or(0),
+        jitter_s: s["checkpoint"]["jitter_s"].as_array().map_or(0.0, |v| v.iter().filter_map(Value::as_f64).sum()),
     })
 }
 
@@ -223,8 +229,22 @@ fn network(args: &Args) -> Result<Network> {
 /// Runs the study (or reads it) and writes the report.
 pub fn run(args: Args) -> Result<()> {
     std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
+    if let Some(j) = &args.jitter {
+        match parsim::ckpt::Injection::parse(j) {
+            Ok(i) if matches!(i.fault, parsim::ckpt::Fault::Jitter { .. }) => {}
+            Ok(_) => {
+                return Err(
+                    InputError::flag(&format!("--inject {j}"), "scale injects jitter only (jitter:mean=2ms)").into()
+                )
+            }
+            Err(e) => return Err(InputError::flag("--inject", e.to_string()).into()),
+        }
+        if !args.from.is_empty() {
+            return Err(InputError::flag("--inject", "jitter is measured on runs scale makes, not with --from").into());
+        }
+    }
     let summaries = if args.from.is_empty() {
-        run_points(&args)?
+        run_points(&args, None)?
     } else {
         args.from.iter().map(|p| Ok((p.clone(), read_summary(p)?))).collect::<Result<Vec<_>>>()?
     };
@@ -235,14 +255,19 @@ pub fn run(args: Args) -> Result<()> {
         );
     }
     let net = network(&args)?;
-    let study = report::Study::new(points, args.weak.clone(), net, &first);
+    let mut study = report::Study::new(points, args.weak.clone(), net, &first);
+    if let Some(j) = &args.jitter {
+        let (jittered, _, _) = group(run_points(&args, Some(j))?, args.weak.as_deref())?;
+        study.jitter = Some(report::Jitter::measure(j, &study.points, &jittered));
+    }
     study.print();
     study.write(&args.out)?;
     Ok(())
 }
 
-/// Runs the scenario at every rank count, `reps` times each.
-fn run_points(args: &Args) -> Result<Vec<(PathBuf, Value)>> {
+/// Runs the scenario at every rank count, `reps` times each (with
+/// `jitter`: with that injection, in directories named `…-jitter`).
+fn run_points(args: &Args, jitter: Option<&str>) -> Result<Vec<(PathBuf, Value)>> {
     let scenario = args.scenario.as_ref().context("a scenario (or --from DIR …)")?;
     let mut sc = parsim::Scenario::load(scenario)?;
     for s in &args.sets {
@@ -264,7 +289,8 @@ fn run_points(args: &Args) -> Result<Vec<(PathBuf, Value)>> {
     let mut done = 0;
     for &p in &args.ranks {
         for rep in 0..args.reps {
-            let dir = args.out.join("runs").join(format!("p{p}-r{rep}"));
+            let tag = if jitter.is_some() { "-jitter" } else { "" };
+            let dir = args.out.join("runs").join(format!("p{p}-r{rep}{tag}"));
             let mut cmd = match args.backend {
                 Backend::Threads => {
                     let mut c = Command::new(exe()?);
@@ -284,8 +310,11 @@ fn run_points(args: &Args) -> Result<Vec<(PathBuf, Value)>> {
             if let Some((k, base)) = &weak {
                 cmd.args(["--set", &weak_value(k, base, p0, p)?]);
             }
+            if let Some(j) = jitter {
+                cmd.args(["--inject", j]);
+            }
             done += 1;
-            eprintln!("scale: run {done}/{total}: {p} rank(s), repetition {}", rep + 1);
+            eprintln!("scale: run {done}/{total}{tag}: {p} rank(s), repetition {}", rep + 1);
             let o = cmd.output().with_context(|| format!("running {cmd:?}"))?;
             if !o.status.success() {
                 bail!("the run at {p} ranks failed ({}):\n{}", o.status, String::from_utf8_lossy(&o.stderr));

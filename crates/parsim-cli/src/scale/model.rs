@@ -274,6 +274,8 @@ mod tests {
                     bytes: 0,
                     peak_rss: Vec::new(),
                     walls: Vec::new(),
+                    boundaries: 0,
+                    jitter_s: 0.0,
                 }
             })
             .collect();

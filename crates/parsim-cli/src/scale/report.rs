@@ -28,6 +28,45 @@ pub struct HeldOut {
     pub error: f64,
 }
 
+/// Jitter and synchronisation: each point run again with random delays
+/// (exponential, mean μ) at every boundary on every rank.
+#[derive(Clone, Debug, Serialize)]
+pub struct Jitter {
+    /// The injection.
+    pub inject: String,
+    /// μ, seconds: the mean delay as slept (the asked mean plus the timer's slack).
+    pub mean_s: f64,
+    /// Per p: (p, boundaries, the added wall time per boundary over μ —
+    /// the measured amplification —, the expected maximum of p
+    /// exponential delays over μ: the harmonic number H_p).
+    pub rows: Vec<(usize, u64, f64, f64)>,
+}
+
+impl Jitter {
+    /// Compares the jittered points with the plain ones.
+    pub fn measure(inject: &str, plain: &[Point], jittered: &[Point]) -> Jitter {
+        let asked = match parsim::ckpt::Injection::parse(inject).map(|i| i.fault) {
+            Ok(parsim::ckpt::Fault::Jitter { mean }) => mean,
+            _ => 0.0,
+        };
+        // The delays as slept (a sleep overshoots by the timer's slack):
+        // the mean over every rank and boundary of the jittered runs.
+        let (slept, n) = jittered.iter().fold((0.0, 0u64), |(s, n), b| (s + b.jitter_s, n + b.boundaries * b.p as u64));
+        let mean_s = if n > 0 && slept > 0.0 { slept / n as f64 } else { asked };
+        let rows = plain
+            .iter()
+            .zip(jittered)
+            .map(|(a, b)| {
+                let boundaries = b.boundaries.max(1);
+                let added = (b.wall - a.wall) / boundaries as f64;
+                let harmonic: f64 = (1..=b.p).map(|k| 1.0 / k as f64).sum();
+                (b.p, boundaries, added / mean_s.max(1e-12), harmonic)
+            })
+            .collect();
+        Jitter { inject: inject.to_string(), mean_s, rows }
+    }
+}
+
 /// A whole study.
 #[derive(Clone, Debug, Serialize)]
 pub struct Study {
@@ -58,6 +97,8 @@ pub struct Study {
     pub held_out: Option<HeldOut>,
     /// One sentence per measured p naming its dominant barrier.
     pub diagnosis: Vec<String>,
+    /// With `--inject jitter:…`: how synchronisation amplifies delays.
+    pub jitter: Option<Jitter>,
 }
 
 fn advice(cause: &str, model: &str) -> &'static str {
@@ -149,6 +190,7 @@ impl Study {
             half_efficiency,
             held_out,
             diagnosis,
+            jitter: None,
         }
     }
 
@@ -219,6 +261,18 @@ impl Study {
         match &self.half_efficiency {
             Some((p, why)) => println!("T(p) model: efficiency falls below 50 % at p = {p}, where {why} dominates"),
             None => println!("T(p) model: efficiency stays above 50 % up to p = 16384"),
+        }
+        if let Some(j) = &self.jitter {
+            println!(
+                "jitter ({}): the wall time each boundary added, over the mean delay μ = {:.2} ms:",
+                j.inject,
+                j.mean_s * 1e3
+            );
+            for &(p, b, got, want) in &j.rows {
+                println!(
+                    "  p = {p:>4}: {got:.2} μ per boundary over {b} boundaries; the expected maximum of {p} delays is H_{p} = {want:.2} μ"
+                );
+            }
         }
         if let Some(h) = &self.held_out {
             println!(
@@ -429,6 +483,18 @@ impl Study {
                 h.fitted_on, h.p, h.predicted_s, h.measured_s, 100.0 * h.error
             )
         });
+        let jitter = self.jitter.as_ref().map_or(String::new(), |j| {
+            let rows: String = j
+                .rows
+                .iter()
+                .map(|&(p, b, got, want)| format!("<tr><td>{p}</td><td>{b}</td><td>{got:.2}</td><td>{want:.2}</td></tr>"))
+                .collect();
+            format!(
+                "<h2>Jitter and synchronisation</h2><p>Every point was run again with <code>--inject {}</code>: every rank sleeps a random delay (exponential, mean μ = {:.2}&nbsp;ms) at every boundary. A step that synchronises waits for the slowest rank, so it costs the maximum of p delays, whose expectation is μ·H<sub>p</sub> (the harmonic number): the more ranks, the more one late rank holds everyone up. A model that synchronises only with its neighbours (a halo exchange without a global reduction every step) lets delays on different ranks overlap and amplifies them less.</p><table><tr><th>p</th><th>boundaries</th><th>measured wall time added per boundary (× μ)</th><th>expected max of p delays (× μ)</th></tr>{rows}</table>",
+                esc(&j.inject),
+                j.mean_s * 1e3
+            )
+        });
         let m = &self.model_fit;
         let fit = format!(
             "T(p) = {:.4}&nbsp;s serial + {:.4}&nbsp;s·p<sup>{:.3}</sup> compute{} × (1 + {:.3}·log₂p) + α·{:.1}·p<sup>{:.2}</sup> messages + β·{:.0}·p<sup>{:.2}</sup> bytes per rank + {:.4}&nbsp;s·log₂p synchronisation + {:.4}&nbsp;s io and other",
@@ -469,6 +535,7 @@ impl Study {
 <p>The lost efficiency 1 − E(p) split by cause, as shares of the run's rank-time p·T(p): serial (every rank waits while one works), load imbalance (max − mean compute), communication, waiting beyond the imbalance, io, and redundant work (total compute beyond the reference's). They sum to the measured loss.</p>
 <figure>{s2}</figure>
 <h2>Per-rank phases at the largest p</h2><figure>{phases}</figure>
+{jitter}
 <h2>The model</h2><p>{fit}</p><figure>{s3}</figure>
 <h2>The numbers</h2>
 <table><tr><th>p</th><th>wall s</th><th>speedup</th><th>efficiency</th><th>lost: serial</th><th>imbalance</th><th>communication</th><th>waiting</th><th>io</th><th>redundant</th><th>Karp–Flatt e(p)</th><th>peak RSS per rank</th><th>T(p) model s</th></tr>

@@ -94,6 +94,8 @@ fn bad_studies_are_refused_and_the_calculators_print_the_seed_s_formulas() {
         (vec!["scale", "scenarios/heat2d.toml", "--ranks", "1,2", "--weak", "grid.nosuch"], "has no key grid.nosuch"),
         (vec!["scale", "scenarios/heat2d.toml", "--ranks", "1,2", "--weak", "grid.boundary"], "cannot be scaled"),
         (vec!["scale"], "give a scenario"),
+        (vec!["scale", "scenarios/heat2d.toml", "--inject", "kill:rank=0,step=3"], "jitter only"),
+        (vec!["scale", "scenarios/heat2d.toml", "--inject", "jitter:mean=soon"], "mean=soon"),
     ] {
         let o = parsim(&args);
         let err = String::from_utf8_lossy(&o.stderr);
