@@ -281,6 +281,12 @@ enum BenchWhat {
         /// Only these strategies (comma-separated: off,sfc,diffusive,graph,greedy,refine,steal).
         #[arg(long)]
         strategies: Option<String>,
+        /// The reaction front's grid side (cells; 32² tiles).
+        #[arg(long, default_value_t = 1024)]
+        front_size: usize,
+        /// The reaction front's steps.
+        #[arg(long, default_value_t = 1200)]
+        front_steps: u64,
     },
     /// Committed events per second of every DES engine on PHOLD's std configuration, at 1 and 2 ranks.
     #[command(
@@ -511,8 +517,19 @@ fn main() -> ExitCode {
             bench::checkpoint::run_bench(out, quick, reps.max(1))
         }
         Command::Bench { what: BenchWhat::Stencil { out, quick } } => bench::stencil::run(out, quick),
-        Command::Bench { what: BenchWhat::Lb { out, agents, steps, reps, quick, strategies } } => {
-            bench::lb::run(out, agents, steps, reps.max(1), quick, strategies.as_deref())
+        Command::Bench {
+            what: BenchWhat::Lb { out, agents, steps, reps, quick, strategies, front_size, front_steps },
+        } => {
+            if front_size < 64 {
+                Err(InputError::flag(
+                    &format!("--front-size {front_size}"),
+                    "at least 64 cells (two 32² tiles per rank)",
+                )
+                .into())
+            } else {
+                let front = if quick { (128, 60) } else { (front_size, front_steps.max(1)) };
+                bench::lb::run(out, agents, steps, reps.max(1), quick, strategies.as_deref(), front)
+            }
         }
         Command::Bench { what: BenchWhat::Sweep { out, quick, reps } } => bench::sweep::run(out, quick, reps.max(1)),
         Command::Bench { what: BenchWhat::Epidemic { agents, ranks, backend, reps, out, quick } } => {

@@ -12,7 +12,7 @@
 //!
 //! - [`Rule`]: the user's agent rule (any serde state), like `CellFn` for
 //!   grids; [`crowd`] and [`flock`] are built in.
-//! - [`run`](engine::run): ghosts routed by [`ddm`] (HLA-style interest
+//! - [`run`]: ghosts routed by [`ddm`] (HLA-style interest
 //!   management: agents publish to their cell, ranks subscribe to their
 //!   chunks plus one cell), migration of agents that cross into another
 //!   rank's chunk, and balancing at step boundaries.

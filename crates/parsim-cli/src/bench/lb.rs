@@ -273,7 +273,15 @@ fn overhead(agents: u64, steps: u64, reps: usize) -> Result<Value> {
 }
 
 /// Runs the benchmark.
-pub fn run(out: PathBuf, agents: u64, steps: u64, reps: usize, quick: bool, only: Option<&str>) -> Result<()> {
+pub fn run(
+    out: PathBuf,
+    agents: u64,
+    steps: u64,
+    reps: usize,
+    quick: bool,
+    only: Option<&str>,
+    (fnn, fsteps): (usize, u64),
+) -> Result<()> {
     let (agents, steps) = if quick { (4_000, 60) } else { (agents, steps) };
     let which: Vec<Strategy> = match only {
         None => STRATEGIES.to_vec(),
@@ -297,7 +305,6 @@ pub fn run(out: PathBuf, agents: u64, steps: u64, reps: usize, quick: bool, only
     let plainly = strategies(reps, &which, &|s| crowd(&d, agents, steps, s, None))?;
     println!("the same with --inject slow:rank=1,factor=2:");
     let slowed = strategies(reps, &which, &|s| crowd(&d, agents, steps, s, Some((1, 2.0))))?;
-    let (fnn, fsteps) = if quick { (128, 60) } else { (1024, 1200) };
     println!("reaction front: {fnn}² cells in 32² tiles, {fsteps} steps, 2 ranks, median of {reps}");
     let front_plain = strategies(reps, &which, &|s| front(fnn, fsteps, s, None))?;
     println!("the same with --inject slow:rank=1,factor=2:");

@@ -9,6 +9,7 @@
 pub mod analysis;
 pub mod model;
 mod report;
+pub mod simulate;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -88,6 +89,18 @@ fn weak_value(key: &str, base: &Value, p0: usize, p: usize) -> Result<String, In
             format!("{other} cannot be scaled with p: expected an integer (abm.agents, phold.lps) or a list of integers (grid.size)"),
         )),
     }
+}
+
+/// The steps of a run (its synchronising boundaries), from the scenario's
+/// own key; 100 for a model without one.
+fn steps_of(s: &Value) -> u64 {
+    let r = &s["resolved_scenario"];
+    for key in ["grid.steps", "abm.days", "space.steps", "front.steps", "ring.rounds"] {
+        if let Some(n) = lookup(r, key).and_then(Value::as_u64) {
+            return n;
+        }
+    }
+    100
 }
 
 /// The per-rank phases, traffic and memory of one run's summary.
@@ -255,7 +268,9 @@ pub fn run(args: Args) -> Result<()> {
         );
     }
     let net = network(&args)?;
+    let steps = points.iter().map(|p| p.boundaries).max().filter(|&b| b > 0).unwrap_or_else(|| steps_of(&first));
     let mut study = report::Study::new(points, args.weak.clone(), net, &first);
+    study.simulate(steps);
     if let Some(j) = &args.jitter {
         let (jittered, _, _) = group(run_points(&args, Some(j))?, args.weak.as_deref())?;
         study.jitter = Some(report::Jitter::measure(j, &study.points, &jittered));

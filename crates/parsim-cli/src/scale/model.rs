@@ -77,7 +77,8 @@ impl Power {
         }
     }
 
-    fn at(&self, p: f64) -> f64 {
+    /// a·p^γ for p > 1, 0 at p ≤ 1 (no messages on one rank).
+    pub fn at(&self, p: f64) -> f64 {
         if p <= 1.0 {
             0.0
         } else {

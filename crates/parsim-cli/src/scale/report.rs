@@ -99,6 +99,11 @@ pub struct Study {
     pub diagnosis: Vec<String>,
     /// With `--inject jitter:…`: how synchronisation amplifies delays.
     pub jitter: Option<Jitter>,
+    /// The run simulated with the DES engine (per-interface and per-port
+    /// serialisation): (p, T) for p ≤ 1024.
+    pub simulated: Vec<(f64, f64)>,
+    /// Steps the simulation assumed.
+    pub simulated_steps: u64,
 }
 
 fn advice(cause: &str, model: &str) -> &'static str {
@@ -191,7 +196,29 @@ impl Study {
             held_out,
             diagnosis,
             jitter: None,
+            simulated: Vec::new(),
+            simulated_steps: 0,
         }
+    }
+
+    /// Simulates the run with the DES engine at every p of the prediction
+    /// range up to 1024 (and the measured ones).
+    pub fn simulate(&mut self, steps: u64) {
+        let mut ps: Vec<f64> = model::prediction_range().into_iter().filter(|&p| p <= 1024.0).collect();
+        ps.extend(self.points.iter().map(|p| p.p as f64));
+        ps.sort_by(f64::total_cmp);
+        ps.dedup();
+        self.simulated = ps
+            .into_iter()
+            .filter(|&p| p >= self.points[0].p as f64)
+            .filter_map(|p| super::simulate::predict(&self.model_fit, p, steps).map(|t| (p, t)))
+            .filter(|x| x.1.is_finite())
+            .collect();
+        self.simulated_steps = steps;
+    }
+
+    fn simulated_at(&self, p: usize) -> Option<f64> {
+        self.simulated.iter().find(|x| x.0 == p as f64).map(|x| x.1)
     }
 
     fn kind(&self) -> String {
@@ -262,6 +289,29 @@ impl Study {
             Some((p, why)) => println!("T(p) model: efficiency falls below 50 % at p = {p}, where {why} dominates"),
             None => println!("T(p) model: efficiency stays above 50 % up to p = 16384"),
         }
+        if !self.simulated.is_empty() {
+            let at: Vec<String> = self
+                .points
+                .iter()
+                .filter_map(|pt| {
+                    self.simulated_at(pt.p)
+                        .map(|t| format!("p = {}: {t:.4} s simulated, {:.4} s measured", pt.p, pt.wall))
+                })
+                .collect();
+            let far: Vec<String> = [64usize, 1024]
+                .iter()
+                .filter_map(|&p| {
+                    self.simulated_at(p)
+                        .map(|t| format!("p = {p}: {t:.4} s ({:.4} s analytic)", self.model_fit.at(p as f64).total))
+                })
+                .collect();
+            println!(
+                "DES simulation of the run ({} steps; interfaces and switch ports serialise): {}; {}",
+                self.simulated_steps,
+                at.join(", "),
+                far.join(", ")
+            );
+        }
         if let Some(j) = &self.jitter {
             println!(
                 "jitter ({}): the wall time each boundary added, over the mean delay μ = {:.2} ms:",
@@ -317,6 +367,13 @@ impl Study {
                 .series(Series::line("ideal (speedup = p)", ideal))
                 .series(Series::line(&law_name, range.iter().map(|&p| (p, law(p))).collect()))
                 .series(Series::line("T(p) model (predicted beyond the measured p)", modelled))
+                .series(Series::line(
+                    "DES simulation (interfaces and switch ports serialise)",
+                    self.simulated
+                        .iter()
+                        .map(|&(p, t)| (p, self.points[0].wall * if self.weak.is_some() { p } else { p0 } / t))
+                        .collect(),
+                ))
                 .series(Series::points("measured", measured)),
         )
     }
@@ -334,6 +391,17 @@ impl Study {
                 .y_range(0.0, 1.1)
                 .window("predicted (beyond the measured ranks)", max_measured, *range.last().unwrap_or(&max_measured))
                 .series(Series::line("T(p) model", modelled))
+                .series(Series::line(
+                    "DES simulation",
+                    self.simulated
+                        .iter()
+                        .map(|&(p, t)| {
+                            let ideal =
+                                if self.weak.is_some() { self.points[0].wall } else { self.points[0].wall * p0 / p };
+                            (p, ideal / t)
+                        })
+                        .collect(),
+                ))
                 .series(Series::line("50 %", range.iter().map(|&p| (p, 0.5)).collect()))
                 .series(Series::points("measured", measured)),
         )
@@ -495,6 +563,29 @@ impl Study {
                 j.mean_s * 1e3
             )
         });
+        let sim = if self.simulated.is_empty() {
+            String::new()
+        } else {
+            let rows: Vec<String> = self
+                .points
+                .iter()
+                .filter_map(|pt| {
+                    self.simulated_at(pt.p).map(|t| {
+                        format!(
+                            "p = {}: {t:.4}&nbsp;s simulated against {:.4}&nbsp;s measured ({:+.1}&nbsp;%)",
+                            pt.p,
+                            pt.wall,
+                            100.0 * (t / pt.wall - 1.0)
+                        )
+                    })
+                })
+                .collect();
+            format!(
+                "The run was also simulated with parsim's own DES engine ({} steps): each rank computes its step, sends its messages through its interface one at a time, the switch forwards each to its destination's port one at a time, and the step ends in a barrier — the analytic sum without the queueing. {}.",
+                self.simulated_steps,
+                rows.join("; ")
+            )
+        };
         let m = &self.model_fit;
         let fit = format!(
             "T(p) = {:.4}&nbsp;s serial + {:.4}&nbsp;s·p<sup>{:.3}</sup> compute{} × (1 + {:.3}·log₂p) + α·{:.1}·p<sup>{:.2}</sup> messages + β·{:.0}·p<sup>{:.2}</sup> bytes per rank + {:.4}&nbsp;s·log₂p synchronisation + {:.4}&nbsp;s io and other",
@@ -536,7 +627,8 @@ impl Study {
 <figure>{s2}</figure>
 <h2>Per-rank phases at the largest p</h2><figure>{phases}</figure>
 {jitter}
-<h2>The model</h2><p>{fit}</p><figure>{s3}</figure>
+<h2>The model</h2><p>{fit}</p>
+<p>{sim}</p><figure>{s3}</figure>
 <h2>The numbers</h2>
 <table><tr><th>p</th><th>wall s</th><th>speedup</th><th>efficiency</th><th>lost: serial</th><th>imbalance</th><th>communication</th><th>waiting</th><th>io</th><th>redundant</th><th>Karp–Flatt e(p)</th><th>peak RSS per rank</th><th>T(p) model s</th></tr>
 {rows}</table>

@@ -41,6 +41,9 @@ fn check_report(json: &serde_json::Value, html: &str, dir: &std::path::Path) {
         assert!(std::fs::metadata(dir.join(f)).map(|m| m.len() > 100).unwrap_or(false), "{f}");
     }
     assert!(json["predictions"].as_array().unwrap().len() >= 14);
+    // The DES simulation of the run, at the measured p and beyond.
+    assert!(json["simulated"].as_array().unwrap().len() >= 8, "{}", json["simulated"]);
+    assert!(html.contains("simulated with parsim's own DES engine"));
 }
 
 #[test]
