@@ -35,7 +35,9 @@ done
 timeout 300 mpirun -n "$after" "$bin" run "$@" --backend mpi -v --out "$dir/out" --checkpoint-every "$every" \
   --checkpoint-dir "$dir/ck" "${restart[@]}" </dev/null >"$dir/log-final.txt" 2>&1 \
   || { echo "$name: the final restart failed"; cat "$dir/log-final.txt"; exit 1; }
-grep -m1 -o "restarting from checkpoint.*" "$dir/log-final.txt"
+# Every kill may have come before a checkpoint was whole (a SIGKILLed rank's
+# background writes die with it): then the final run starts from the beginning.
+grep -m1 -o "restarting from checkpoint.*" "$dir/log-final.txt" || echo "$name: no whole checkpoint was left: the final run started from the beginning"
 got=$(digest_of "$dir/out")
 [ "$got" = "$want" ] || { echo "$name: digest $got after $kills kills != $want without"; exit 1; }
 echo "$name: digest $got equals the failure-free run's after $kills kills ($before → $after ranks)"

@@ -467,7 +467,8 @@ fn execute_mpi<M: Model>(
                 ));
             }
             tracing::info!(
-                "running on the {size} MPI ranks per replica mpirun started (the scenario says ranks = {})",
+                "running on the {size} MPI ranks{} mpirun started (the scenario says ranks = {})",
+                if replicas > 1 { " per replica" } else { "" },
                 plan.ranks
             );
         }
