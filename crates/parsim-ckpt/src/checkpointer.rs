@@ -346,13 +346,8 @@ impl<'c, C: Comm> Checkpointer<'c, C> {
         if let Some(world) = self.world {
             if !self.compare_replicas(world, b, &position, sum, raw.len() as u64)? {
                 // Replica 1 only witnesses: replica 0 writes.
-                let stall = t0.elapsed().as_secs_f64();
-                self.stats.snapshot_s += stall;
-                self.stats.checkpoints += 1;
-                self.stats.at.push(b);
-                self.seq += 1;
-                self.taken += 1;
-                self.delta = Some(stall);
+                self.writer.give_back(raw);
+                self.taken_at(b, t0);
                 return Ok(());
             }
         }
@@ -425,6 +420,16 @@ impl<'c, C: Comm> Checkpointer<'c, C> {
         let prune_manifests = (me == 0).then(|| (dir.clone(), keep_manifests));
         let job = Job { boundary: b, items, manifest, prune, prune_manifests };
         self.writer.submit(job);
+        self.taken_at(b, t0);
+        if matches!(self.opts.interval, Some(Interval::Seconds(_) | Interval::Auto { .. })) {
+            drop(_io);
+            self.estimate(b)?;
+        }
+        Ok(())
+    }
+
+    /// Records a checkpoint taken at boundary `b`, its stall measured from `t0`.
+    fn taken_at(&mut self, b: u64, t0: Instant) {
         let stall = t0.elapsed().as_secs_f64();
         self.stats.snapshot_s += stall;
         self.stats.checkpoints += 1;
@@ -432,11 +437,6 @@ impl<'c, C: Comm> Checkpointer<'c, C> {
         self.seq += 1;
         self.taken += 1;
         self.delta = Some(stall);
-        if matches!(self.opts.interval, Some(Interval::Seconds(_) | Interval::Auto { .. })) {
-            drop(_io);
-            self.estimate(b)?;
-        }
-        Ok(())
     }
 
     /// Compares this rank's state (its checksum and length) with its

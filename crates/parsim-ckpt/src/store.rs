@@ -199,6 +199,12 @@ impl Writer {
         b
     }
 
+    /// Hands a snapshot buffer back for the next snapshot (one not written:
+    /// a replica's witness copy).
+    pub fn give_back(&self, buf: Vec<u8>) {
+        recycle(&self.pool, buf);
+    }
+
     /// Queues a job (or does it now, for an inline writer).
     pub fn submit(&self, job: Job) {
         match &self.tx {
@@ -296,12 +302,8 @@ fn run_job(
     for (dir, level, keep) in &job.prune {
         prune(dir, *level, *keep);
     }
-    if let Ok(mut p) = pool.lock() {
-        for item in job.items {
-            if p.len() < POOL_MAX {
-                p.push(item.raw);
-            }
-        }
+    for item in job.items {
+        recycle(pool, item.raw);
     }
     if let Some((dir, keep)) = &job.prune_manifests {
         prune_manifests(dir, *keep);
@@ -345,5 +347,14 @@ pub(crate) fn prune(dir: &Path, level: Level, keep: usize) {
 fn prune_manifests(dir: &Path, keep: usize) {
     for seq in manifest_seqs(dir).into_iter().skip(keep.max(1)) {
         let _ = std::fs::remove_file(manifest_path(dir, seq));
+    }
+}
+
+/// Keeps `buf` for reuse, up to `POOL_MAX` buffers.
+fn recycle(pool: &Pool, buf: Vec<u8>) {
+    if let Ok(mut p) = pool.lock() {
+        if p.len() < POOL_MAX {
+            p.push(buf);
+        }
     }
 }

@@ -85,7 +85,7 @@ fn row(backend: &str, ranks: usize, agents: usize, runs: &[Simulated], base: f64
         bytes_per_day: bytes[0] as f64 / days,
         bytes_per_cut_edge_day: if r.cut_edges > 0 { bytes[0] as f64 / days / r.cut_edges as f64 } else { 0.0 },
         graph_bytes_per_agent: bytes[1] as f64 / agents as f64,
-        peak_rss_per_agent: abm::peak_rss().map_or(0.0, |b| b as f64 / agents as f64),
+        peak_rss_per_agent: parsim::peak_rss().map_or(0.0, |b| b as f64 / agents as f64),
         digest: r.result.digest.to_string(),
     }
 }

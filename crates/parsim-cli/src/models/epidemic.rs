@@ -548,14 +548,6 @@ pub fn simulate_resilient<C: Comm>(
     })
 }
 
-/// Peak resident memory of this process in bytes (Linux: VmHWM), if known.
-pub fn peak_rss() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
-}
-
 /// Runs the epidemic; rank 0 writes `curve.csv` and `epidemic.png` in `out`.
 pub fn run<C: Comm>(
     comm: &C,
@@ -608,7 +600,7 @@ pub fn run<C: Comm>(
         "simulation_s": sim.times[3],
         "agent_days_per_s": n * days / sim.times[3],
         "transmission_checks_per_s": res.transmission_checks as f64 / sim.times[3],
-        "peak_rss_bytes": peak_rss(),
+        "peak_rss_bytes": parsim::peak_rss(),
     });
     if let Some(th) = &theory {
         metrics["theory"] = json!({

@@ -228,6 +228,27 @@ impl Study {
         }
     }
 
+    /// One point's row of the table: p, wall, speedup, efficiency, the six
+    /// causes, Karp–Flatt and peak memory (`none` for what is unknown).
+    fn cells(&self, a: &Attribution, pt: &Point, none: &str) -> Vec<String> {
+        let pc = |x: f64| format!("{:.1}%", 100.0 * x);
+        let l = &a.loss;
+        vec![
+            a.p.to_string(),
+            format!("{:.4}", pt.wall),
+            format!("{:.3}", a.speedup),
+            pc(a.efficiency),
+            pc(l.serial),
+            pc(l.imbalance),
+            pc(l.communication),
+            pc(l.waiting),
+            pc(l.io),
+            pc(l.redundant),
+            a.karp_flatt.map_or(none.into(), |e| format!("{e:.3}")),
+            a.peak_rss.map_or(none.into(), |b| format!("{:.1} MB", b as f64 / 1e6)),
+        ]
+    }
+
     /// The attribution table and the diagnosis, on stdout.
     pub fn print(&self) {
         println!("{}: {} of {} on the {} backend", self.model, self.kind(), self.scenario, self.backend);
@@ -247,22 +268,10 @@ impl Study {
             "peak RSS"
         );
         for (a, pt) in self.attribution.iter().zip(&self.points) {
-            let l = &a.loss;
-            let pc = |x: f64| format!("{:.1}%", 100.0 * x);
+            let c = self.cells(a, pt, "-");
             println!(
-                "{:>5} {:>9.4} {:>8.3} {:>5.1}% │       {:>7} {:>9} {:>7} {:>7} {:>5} {:>9} │ {:>6} {:>10}",
-                a.p,
-                pt.wall,
-                a.speedup,
-                100.0 * a.efficiency,
-                pc(l.serial),
-                pc(l.imbalance),
-                pc(l.communication),
-                pc(l.waiting),
-                pc(l.io),
-                pc(l.redundant),
-                a.karp_flatt.map_or("-".into(), |e| format!("{e:.3}")),
-                a.peak_rss.map_or("-".into(), |b| format!("{:.1} MB", b as f64 / 1e6)),
+                "{:>5} {:>9} {:>8} {:>6} │       {:>7} {:>9} {:>7} {:>7} {:>5} {:>9} │ {:>6} {:>10}",
+                c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10], c[11]
             );
         }
         for d in &self.diagnosis {
@@ -520,25 +529,13 @@ impl Study {
         let esc = |s: &str| s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
         let mut rows = String::new();
         for (a, pt) in self.attribution.iter().zip(&self.points) {
-            let l = &a.loss;
-            let pc = |x: f64| format!("{:.1} %", 100.0 * x);
-            let _ = write!(
-                rows,
-                "<tr><td>{}</td><td>{:.4}</td><td>{:.3}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.4}</td></tr>",
-                a.p,
-                pt.wall,
-                a.speedup,
-                pc(a.efficiency),
-                pc(l.serial),
-                pc(l.imbalance),
-                pc(l.communication),
-                pc(l.waiting),
-                pc(l.io),
-                pc(l.redundant),
-                a.karp_flatt.map_or("–".into(), |e| format!("{e:.3}")),
-                a.peak_rss.map_or("–".into(), |b| format!("{:.1} MB", b as f64 / 1e6)),
-                self.model_fit.at(a.p as f64).total,
-            );
+            let mut c = self.cells(a, pt, "–");
+            c.push(format!("{:.4}", self.model_fit.at(a.p as f64).total));
+            rows.push_str("<tr>");
+            for x in c {
+                let _ = write!(rows, "<td>{x}</td>");
+            }
+            rows.push_str("</tr>");
         }
         let diagnosis: String = self.diagnosis.iter().map(|d| format!("<li>{}</li>", esc(d))).collect();
         let half = match &self.half_efficiency {

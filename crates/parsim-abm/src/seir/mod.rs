@@ -18,12 +18,17 @@
 //! bit identical for any number of ranks, partition, backend and threads.
 
 use parsim_comm::{Comm, ReduceOp};
-use parsim_core::rng::{philox4x32_10, StreamKey};
+use parsim_core::rng::StreamKey;
 use parsim_core::{Digest, Digester, Phase, SetDigest};
 use parsim_graph::DistGraph;
 use rayon::prelude::*;
 
 pub use crate::balance::Balance;
+pub(crate) use rank::State;
+use rules::{draw, threshold, Course, Planned, Row, Rules, View};
+
+mod rank;
+mod rules;
 use crate::config::{SeirConfig, Variant};
 use crate::error::{AbmError, Result};
 use crate::population::Population;
@@ -90,16 +95,6 @@ pub struct SeirResult {
 /// Called after each day with (days done, days, that day's counts).
 pub type Progress<'a> = &'a mut dyn FnMut(u32, u32, &DayCounts);
 
-#[inline]
-fn draw(key: [u32; 2], day: u32, kind: u32, a: u32, b: u32) -> u32 {
-    philox4x32_10([day, kind, a, b], key)[0]
-}
-
-/// P(draw < threshold) = p, to 2⁻³².
-fn threshold(p: f64) -> u64 {
-    (p.clamp(0.0, 1.0) * 4_294_967_296.0).round() as u64
-}
-
 /// The S0 seeds: distinct agents drawn uniformly from (seed, "abm.seeds").
 pub fn seeds(n: usize, count: usize, seed: u64) -> Vec<u32> {
     let mut s = StreamKey::new(seed).purpose("abm.seeds").stream();
@@ -111,152 +106,6 @@ pub fn seeds(n: usize, count: usize, seed: u64) -> Vec<u32> {
         }
     }
     out
-}
-
-/// What an agent's infectious period looks like, drawn at onset (the same
-/// draws, keyed by (seed, day, kind, agent), on every rank that needs it).
-struct Rules<'a> {
-    key: [u32; 2],
-    cfg: &'a SeirConfig,
-    days: u32,
-    /// Layers open on each day.
-    open: Vec<u8>,
-    all_layers: u8,
-    thr: Vec<u64>,
-    thr_gamma: u64,
-    thr_detect: u64,
-}
-
-/// An infectious period: transmits on days `onset..exit`, isolated from `iso` (`u32::MAX`: never).
-#[derive(Clone, Copy)]
-struct Course {
-    onset: u32,
-    exit: u32,
-    iso: u32,
-}
-
-impl Rules<'_> {
-    /// The day agent `a`, infected on day `t`, becomes infectious (variant
-    /// B: the first later day whose E → I draw succeeds); `days` if never.
-    fn onset(&self, a: u32, t: u32, thr_sigma: u64) -> u32 {
-        match self.cfg.variant {
-            Variant::Fixed { latent, .. } => (t + latent).min(self.days),
-            Variant::Markov { .. } => {
-                let mut d = t + 1;
-                while d < self.days && u64::from(draw(self.key, d, K_ONSET, a, 0)) >= thr_sigma {
-                    d += 1;
-                }
-                d.min(self.days)
-            }
-        }
-    }
-
-    fn course(&self, a: u32, onset: u32) -> Course {
-        let exit = match self.cfg.variant {
-            Variant::Fixed { infectious, .. } => onset + infectious,
-            Variant::Markov { .. } => {
-                let mut t = onset + 1;
-                while t < self.days && u64::from(draw(self.key, t, K_RECOVER, a, 0)) >= self.thr_gamma {
-                    t += 1;
-                }
-                t.max(onset + 1)
-            }
-        };
-        let iso = match &self.cfg.isolation {
-            Some(is) if u64::from(draw(self.key, 0, K_DETECT, a, 0)) < self.thr_detect => onset + is.delay,
-            _ => u32::MAX,
-        };
-        Course { onset, exit, iso }
-    }
-
-    /// The layers source `c` transmits on during day `t`.
-    #[inline]
-    fn mask_on(&self, c: &Course, t: u32) -> u8 {
-        let m = if t >= c.iso { self.cfg.isolation.as_ref().map_or(0, |i| i.keep) } else { self.all_layers };
-        m & self.open[t as usize]
-    }
-
-    /// The first day of `c` on which the draw for (day, `src`, `dst`)
-    /// succeeds on a layer-`l` edge, and the draws made.
-    #[inline]
-    ///
-    /// The draw of day t is word t mod 4 of the Philox block for
-    /// (⌊t/4⌋, transmit, src, dst): a pure function of (seed, day, source,
-    /// target) like every draw, at a quarter of the block computations.
-    fn first_success(&self, src: u32, dst: u32, l: u8, c: &Course, draws: &mut u64) -> Option<u32> {
-        let mut block = [0u32; 4];
-        let mut have = u32::MAX;
-        for t in c.onset..c.exit.min(self.days) {
-            if self.mask_on(c, t) >> l & 1 == 0 {
-                continue;
-            }
-            *draws += 1;
-            if t >> 2 != have {
-                have = t >> 2;
-                block = philox4x32_10([have, K_TRANSMIT, src, dst], self.key);
-            }
-            if u64::from(block[(t & 3) as usize]) < self.thr[l as usize] {
-                return Some(t);
-            }
-        }
-        None
-    }
-
-    /// For each neighbour of `src` that may be susceptible, the first day of
-    /// `c` on which its draw succeeds: owned targets go to `local`, ghosts to
-    /// `remote` (their owner makes the attempt); returns the draws made.
-    fn transmissions(&self, src: u32, c: &Course, row: &Row<'_>, view: &View<'_>, out: &mut Planned) -> u64 {
-        let mut draws = 0u64;
-        for (k, &j) in row.owned.iter().enumerate() {
-            if view.st[j as usize] != S {
-                continue;
-            }
-            let gj = match view.base {
-                Some(b) => b + j,
-                None => view.g.global(j as usize),
-            };
-            let l = row.layers.map_or(0, |ls| ls[k]);
-            if let Some(t) = self.first_success(src, gj, l, c, &mut draws) {
-                out.local.push((t, j));
-            }
-        }
-        // Ghosts: global ids read beside the row; "left S" from a bitset over global ids.
-        let off = row.owned.len();
-        for (k, (&j, &gj)) in row.ghosts.iter().zip(row.ghost_gids).enumerate() {
-            if view.gone[(gj >> 6) as usize] >> (gj & 63) & 1 == 1 {
-                continue;
-            }
-            let l = row.layers.map_or(0, |ls| ls[off + k]);
-            if let Some(t) = self.first_success(src, gj, l, c, &mut draws) {
-                out.remote.push((t, gj, j));
-            }
-        }
-        draws
-    }
-}
-
-/// One source's neighbours, split into owned ones and ghosts.
-struct Row<'a> {
-    owned: &'a [u32],
-    ghosts: &'a [u32],
-    ghost_gids: &'a [u32],
-    /// Layers of the whole row (owned part, then ghosts).
-    layers: Option<&'a [u8]>,
-}
-
-/// What the transmission step reads.
-struct View<'a> {
-    g: &'a DistGraph,
-    st: &'a [u8],
-    gone: &'a [u64],
-    base: Option<u32>,
-}
-
-/// Attempts drawn for owned targets (day, local id) and for ghosts (day, global id, local id).
-#[derive(Default)]
-struct Planned {
-    local: Vec<(u32, u32)>,
-    remote: Vec<(u32, u32, u32)>,
 }
 
 /// Runs `cfg` on this rank's part `g` of `pop`'s network. Every rank calls
@@ -469,134 +318,6 @@ impl<'a> Ctx<'a> {
         };
         Ok(Ctx { rules, thr_sigma, pool })
     }
-}
-
-/// One rank's state between days, in the local ids of its part of the graph.
-pub(crate) struct State {
-    /// Days done.
-    pub days: u32,
-    pub st: Vec<u8>,
-    pub inf_day: Vec<u16>,
-    /// Empty without isolation.
-    pub iso_day: Vec<u32>,
-    /// Progression and infection attempts scheduled per day (owned agents).
-    pub onset_at: Vec<Vec<u32>>,
-    pub iso_at: Vec<Vec<u32>>,
-    pub exit_at: Vec<Vec<u32>>,
-    pub attempts: Vec<Vec<u32>>,
-    pub counts: DayCounts,
-    /// Vaccination days of owned agents, drawn once (day, local id), and the next.
-    pub vacc: Vec<(u32, u32)>,
-    pub vacc_at: usize,
-    pub curve: Vec<DayCounts>,
-    /// Ghosts announced to have left S, a bitset over global ids (empty on one rank).
-    pub gone: Vec<u64>,
-    /// Owned boundary agents that left S since the last exchange.
-    pub left_s: Vec<u32>,
-    pub draws: u64,
-    pub changes_sent: u64,
-}
-
-impl State {
-    /// Day 0: everybody susceptible.
-    fn fresh(g: &DistGraph, cfg: &SeirConfig) -> State {
-        let (n_own, nd) = (g.owned(), cfg.days as usize);
-        State {
-            days: 0,
-            st: vec![S; n_own],
-            inf_day: vec![NEVER; n_own],
-            iso_day: if cfg.isolation.is_some() { vec![u32::MAX; n_own] } else { Vec::new() },
-            onset_at: vec![Vec::new(); nd],
-            iso_at: vec![Vec::new(); nd],
-            exit_at: vec![Vec::new(); nd],
-            attempts: vec![Vec::new(); nd],
-            counts: DayCounts { s: n_own as u64, ..DayCounts::default() },
-            vacc: vaccination_days(g, cfg),
-            vacc_at: 0,
-            curve: Vec::with_capacity(nd),
-            gone: if g.ghosts() > 0 { vec![0; g.global_vertices().div_ceil(64)] } else { Vec::new() },
-            left_s: Vec::new(),
-            draws: 0,
-            changes_sent: 0,
-        }
-    }
-
-    /// The state `got` (this rank's share of a canonical state) on `g`.
-    pub(crate) fn restored(g: &DistGraph, cfg: &SeirConfig, got: crate::resume::Restored) -> State {
-        let mut s = State::fresh(g, cfg);
-        s.days = got.days;
-        s.curve = got.curve;
-        for (l, st, inf, isod) in got.owned {
-            s.st[l] = st;
-            s.inf_day[l] = inf;
-            if cfg.isolation.is_some() {
-                s.iso_day[l] = isod;
-            }
-        }
-        for gid in got.gone {
-            s.gone[(gid >> 6) as usize] |= 1 << (gid & 63);
-        }
-        s.left_s = got.unannounced.into_iter().filter(|&l| g.is_boundary(l)).map(|l| l as u32).collect();
-        for (into, from) in [
-            (&mut s.onset_at, got.onset),
-            (&mut s.iso_at, got.iso),
-            (&mut s.exit_at, got.exit),
-            (&mut s.attempts, got.attempts),
-        ] {
-            for (t, l) in from {
-                into[t as usize].push(l as u32);
-            }
-        }
-        s.counts = recount(&s.st, &s.iso_day, s.days.saturating_sub(1));
-        (s.draws, s.changes_sent) = (got.draws, got.changes_sent);
-        while s.vacc_at < s.vacc.len() && s.vacc[s.vacc_at].0 < s.days {
-            s.vacc_at += 1;
-        }
-        s
-    }
-
-    /// This rank's share in canonical form (global ids), for a checkpoint
-    /// or a migration.
-    pub(crate) fn piece(&self, g: &DistGraph) -> crate::resume::Piece {
-        let left: std::collections::HashSet<u32> = self.left_s.iter().copied().collect();
-        let done = self.days as usize;
-        crate::resume::Piece {
-            days: self.days,
-            curve: self.curve.iter().map(|c| [c.s, c.e, c.i, c.r, c.v, c.new, c.isolated]).collect(),
-            agents: (0..g.owned())
-                .map(|i| {
-                    let isod = self.iso_day.get(i).copied().unwrap_or(u32::MAX);
-                    let st = self.st[i];
-                    (g.global(i), st, self.inf_day[i], isod, st != S && !left.contains(&(i as u32)))
-                })
-                .collect(),
-            onset: crate::resume::schedule(&self.onset_at, done, g),
-            iso: crate::resume::schedule(&self.iso_at, done, g),
-            exit: crate::resume::schedule(&self.exit_at, done, g),
-            attempts: crate::resume::schedule(&self.attempts, done, g),
-            draws: self.draws,
-            changes_sent: self.changes_sent,
-        }
-    }
-}
-
-/// Vaccination days, drawn once per owned agent (equivalent to a daily
-/// Bernoulli(rate)), as (day, local id) in day order.
-fn vaccination_days(g: &DistGraph, cfg: &SeirConfig) -> Vec<(u32, u32)> {
-    let key = [cfg.seed as u32, (cfg.seed >> 32) as u32];
-    let mut vacc = Vec::new();
-    if let Some(v) = cfg.vaccination.as_ref().filter(|v| v.rate > 0.0) {
-        for i in 0..g.owned() {
-            let u = (f64::from(draw(key, 0, K_VACCINATE, g.global(i), 0)) + 1.0) / 4_294_967_296.0;
-            let k = if v.rate >= 1.0 { 0.0 } else { (u.ln() / (1.0 - v.rate).ln()).floor() };
-            let day = f64::from(v.from) + k;
-            if day < f64::from(v.to) {
-                vacc.push((day as u32, i as u32));
-            }
-        }
-        vacc.sort_unstable();
-    }
-    vacc
 }
 
 fn run_inner<C: Comm>(
