@@ -17,10 +17,9 @@
 
 use std::process::ExitCode;
 
-use parsim::abm::population::Synthetic;
+use parsim::abm::population::{LocalPopulation, Synthetic};
 use parsim::abm::{seir, Closure, DayCounts, SeirConfig};
 use parsim::comm::Comm;
-use parsim::graph::DistGraph;
 use parsim::plot::{Chart, Panel, Series};
 use parsim::{check, BoxError, Experiment, Model, Outcome, ParamError, Rank};
 use serde::{Deserialize, Serialize};
@@ -99,18 +98,18 @@ impl Model for Policy {
 
     fn run<C: Comm>(&self, p: &Params, rank: &mut Rank<'_, C>) -> Result<Outcome, BoxError> {
         let comm = rank.comm();
-        // Every rank builds the same population (keyed by agent ids) and keeps its block.
-        let pop = Synthetic::default().build(p.agents, rank.seed())?;
-        let (n, size) = (pop.agents() as u64, comm.size() as u64);
-        let owner: Vec<u32> = (0..n).map(|a| (a * size / n) as u32).collect();
-        let local = DistGraph::build(comm.rank(), comm.size(), &pop.graph, &owner)?;
+        // Every rank generates only its own block of the population (keyed by agent ids).
+        let pop = LocalPopulation::synthetic(comm, &Synthetic::default(), p.agents, rank.seed())?;
+        let n = pop.agents() as u64;
+        let local = &pop.graph;
         let base = SeirConfig { beta: p.beta, days: p.days, seed: rank.seed(), ..SeirConfig::default() };
-        let policy = SeirConfig { closures: closures(p, |name| pop.layer(name)), ..base.clone() };
+        let layer = |name: &str| pop.layers.iter().position(|l| l.name == name);
+        let policy = SeirConfig { closures: closures(p, layer), ..base.clone() };
         let mut bar = rank.progress("days (baseline, then policy)", 2 * u64::from(p.days));
         let mut progress = |d: u32, _: u32, _: &DayCounts| bar.set(u64::from(d));
-        let without = seir::run(comm, &pop, &local, &base, Some(&mut progress))?;
+        let without = seir::run(comm, &pop.layers, local, &base, Some(&mut progress))?;
         let mut progress = |d: u32, _: u32, _: &DayCounts| bar.set(u64::from(p.days + d));
-        let with = seir::run(comm, &pop, &local, &policy, Some(&mut progress))?;
+        let with = seir::run(comm, &pop.layers, local, &policy, Some(&mut progress))?;
         bar.finish();
         let attack = |r: &seir::SeirResult| {
             let last = r.curve.last().copied().unwrap_or_default();

@@ -50,12 +50,55 @@ impl<'a> Balance<'a> {
             let c = v / chunk;
             for &u in graph.neighbours(v) {
                 let d = u as usize / chunk;
-                if d != c && nb[c].last() != Some(&(d as u32)) {
+                if d != c {
                     nb[c].push(d as u32);
                 }
             }
         }
+        for l in &mut nb {
+            l.sort_unstable();
+            l.dedup();
+        }
         Chunks::from_neighbours(&nb, None)
+    }
+
+    /// [`chunks`](Self::chunks) of a distributed graph, from every rank's
+    /// own rows (the chunk adjacency is all-gathered; it is as small as the
+    /// number of chunks). Collective; equal to `chunks` of the whole graph.
+    pub fn chunks_local<C: Comm>(comm: &C, g: &DistGraph, chunk: u32) -> Result<Chunks> {
+        let chunk = chunk.max(1);
+        let n = g.global_vertices();
+        // (chunk, chunk) pairs, kept distinct as they come (there are at most chunks²).
+        let mut pairs: Vec<u64> = Vec::new();
+        let mut kept = 0usize;
+        for i in 0..g.owned() {
+            let c = g.global(i) / chunk;
+            for &l in g.neighbours(i) {
+                let d = g.global(l as usize) / chunk;
+                if d != c {
+                    pairs.push(u64::from(c) << 32 | u64::from(d));
+                }
+            }
+            if pairs.len() > 2 * kept + (1 << 16) {
+                pairs.sort_unstable();
+                pairs.dedup();
+                kept = pairs.len();
+            }
+        }
+        pairs.sort_unstable();
+        pairs.dedup();
+        let flat: Vec<u32> = pairs.iter().flat_map(|&x| [(x >> 32) as u32, x as u32]).collect();
+        let mut nb: Vec<Vec<u32>> = vec![Vec::new(); n.div_ceil(chunk as usize)];
+        for got in comm.all_gather(flat)? {
+            for cd in got.chunks_exact(2) {
+                nb[cd[0] as usize].push(cd[1]);
+            }
+        }
+        for l in &mut nb {
+            l.sort_unstable();
+            l.dedup();
+        }
+        Ok(Chunks::from_neighbours(&nb, None))
     }
 
     /// The owner of each of `n` agents under the current chunk map.
@@ -152,7 +195,7 @@ pub(crate) fn announce<C: Comm>(comm: &C, g: &DistGraph, s: &mut State) -> Resul
         }
     }
     for gid in g.exchange(comm, TAG_ANNOUNCE, out)?.into_iter().flatten() {
-        s.gone[(gid >> 6) as usize] |= 1 << (gid & 63);
+        s.mark_gone(g, gid);
     }
     Ok(())
 }

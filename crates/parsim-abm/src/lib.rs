@@ -31,23 +31,27 @@
 //! number of ranks, partition, backend and threads per rank.
 //!
 //! ```
-//! use parsim_abm::{report::Outcome, seir, Population, SeirConfig};
+//! use parsim_abm::population::LocalPopulation;
+//! use parsim_abm::{report::Outcome, seir, SeirConfig};
 //! use parsim_comm::Comm;
-//! use parsim_graph::DistGraph;
 //!
-//! let pop = Population::erdos_renyi(5_000, 10.0, 42);
 //! let cfg = SeirConfig { days: 120, ..SeirConfig::default() };
 //! let digests = parsim_comm::launch(2, |comm| {
-//!     // A block partition: agent a on rank a·R/N.
-//!     let owner: Vec<u32> = (0..5_000).map(|a| (a * 2 / 5_000) as u32).collect();
-//!     let g = DistGraph::build(comm.rank(), 2, &pop.graph, &owner)?;
-//!     let res = seir::run(&comm, &pop, &g, &cfg, None)?;
+//!     // Each rank generates only its own block of agents (a on rank a·R/N).
+//!     let pop = LocalPopulation::erdos_renyi(&comm, 5_000, 10.0, 42)?;
+//!     let res = seir::run(&comm, &pop.layers, &pop.graph, &cfg, None)?;
 //!     assert!(Outcome::of(&res, &cfg).attack_rate > 0.5);
 //!     Ok::<_, parsim_abm::AbmError>(res.digest)
 //! })?;
 //! assert_eq!(digests[0], digests[1]);
 //! # Ok::<(), parsim_abm::AbmError>(())
 //! ```
+//!
+//! **Capability**: no rank holds the whole population.
+//! [`population::LocalPopulation`] generates (synthetic, Erdős–Rényi) or
+//! reads (byte ranges of a file) each rank's block of agents, sends the
+//! contacts that cross to other ranks once, and keeps the rows in a
+//! [`parsim_graph::DistGraph`]; repartitioning moves rows between ranks.
 #![forbid(unsafe_code)]
 
 pub mod agents;

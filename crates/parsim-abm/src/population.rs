@@ -4,6 +4,8 @@
 //! community contacts. Generation is parallel and a pure function of the
 //! seed (never of the number of threads).
 
+mod local;
+mod split;
 pub mod synthetic;
 
 use std::io::{BufRead, BufReader, Read};
@@ -15,6 +17,7 @@ use rayon::prelude::*;
 
 use crate::error::{AbmError, Result};
 
+pub use local::LocalPopulation;
 pub use synthetic::Synthetic;
 
 /// A contact layer: edges of one kind, with their own transmission.
@@ -95,18 +98,8 @@ impl Population {
     /// assert!((mean - 10.0).abs() < 0.1);
     /// ```
     pub fn erdos_renyi(n: usize, mean_degree: f64, seed: u64) -> Population {
-        let m = (n as f64 * mean_degree / 2.0).round() as u64;
-        let key = [seed as u32, (seed >> 32) as u32];
-        let pairs: Vec<(u32, u32)> = (0..m)
-            .into_par_iter()
-            .map(|i| {
-                let r = philox4x32_10([i as u32, (i >> 32) as u32, 0x4552_0001, 0], key);
-                let a = (u64::from(r[0]) << 32) | u64::from(r[1]);
-                let b = (u64::from(r[2]) << 32) | u64::from(r[3]);
-                let pick = |x: u64| ((u128::from(x) * n as u128) >> 64) as u32;
-                (pick(a), pick(b))
-            })
-            .collect();
+        let m = er_pairs(n, mean_degree);
+        let pairs: Vec<(u32, u32)> = (0..m).into_par_iter().map(|i| er_pair(n, seed, i)).collect();
         let (graph, dropped) = Csr::from_pairs(n, pairs, None);
         Population::from_graph(graph, dropped)
     }
@@ -152,6 +145,22 @@ impl Population {
         let (graph, dropped) = Csr::from_pairs(n, clean, None);
         Ok(Population::from_graph(graph, dropped))
     }
+}
+
+/// The endpoint pairs of G(N, M) with mean degree `c`: M = round(N·c/2).
+pub(crate) fn er_pairs(n: usize, c: f64) -> u64 {
+    (n as f64 * c / 2.0).round() as u64
+}
+
+/// Pair `i` of G(N, M) from `seed` (a counter-based draw: any rank can make any pair).
+#[inline]
+pub(crate) fn er_pair(n: usize, seed: u64, i: u64) -> (u32, u32) {
+    let key = [seed as u32, (seed >> 32) as u32];
+    let r = philox4x32_10([i as u32, (i >> 32) as u32, 0x4552_0001, 0], key);
+    let a = (u64::from(r[0]) << 32) | u64::from(r[1]);
+    let b = (u64::from(r[2]) << 32) | u64::from(r[3]);
+    let pick = |x: u64| ((u128::from(x) * n as u128) >> 64) as u32;
+    (pick(a), pick(b))
 }
 
 fn open(path: &Path) -> Result<std::fs::File> {

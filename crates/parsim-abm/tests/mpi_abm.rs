@@ -16,7 +16,7 @@ use parsim_partition::{Config, Method, Partitioner};
 
 fn digest<C: Comm>(comm: &C, pop: &Population, owner: &[u32], cfg: &SeirConfig) -> Result<String, String> {
     let g = DistGraph::build(comm.rank(), comm.size(), &pop.graph, owner).map_err(|e| e.to_string())?;
-    Ok(seir::run(comm, pop, &g, cfg, None).map_err(|e| e.to_string())?.digest.to_string())
+    Ok(seir::run(comm, &pop.layers, &g, cfg, None).map_err(|e| e.to_string())?.digest.to_string())
 }
 
 fn check<C: Comm>(comm: &C, name: &str, pop: &Population, cfg: &SeirConfig) -> Result<usize, String> {

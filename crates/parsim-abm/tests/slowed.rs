@@ -59,7 +59,7 @@ fn epidemic_share(pop: &Population, cfg: &SeirConfig, lb: &Config, factor: f64) 
         let mut bal = Balance::new(&mut balancer, 250);
         bal.slow = Some((1, factor));
         let g = DistGraph::build(comm.rank(), 2, &pop.graph, &bal.agent_owner(pop.agents()))?;
-        let res = seir::run_balanced(&comm, pop, &g, cfg, None, None, &mut bal)?;
+        let res = seir::run_balanced(&comm, &pop.layers, &g, cfg, None, None, &mut bal)?;
         let work = comm.all_gather(vec![bal.work])?.concat();
         Ok::<_, parsim_abm::AbmError>((work[1] / (work[0] + work[1]), res.digest))
     })

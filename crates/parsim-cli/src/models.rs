@@ -128,10 +128,6 @@ impl Model for Epidemic {
     fn describe(&self, p: &Self::Params, ranks: usize) -> String {
         p.describe(ranks)
     }
-    fn prepare(&self, p: &Self::Params, seed: u64) -> Result<(), BoxError> {
-        p.population(seed)?;
-        Ok(())
-    }
     fn run<C: Comm>(&self, p: &Self::Params, rank: &mut Rank<'_, C>) -> Result<Outcome, BoxError> {
         let mut ck = rank.checkpointer("epidemic", "day")?;
         let out = epidemic::run(rank.comm(), p, &RunContext::of(rank), rank.out_dir(), ck.as_mut())?;

@@ -160,23 +160,7 @@ impl Csr {
                 let mut tmp: Vec<(u32, u8)> = Vec::new();
                 for v in lo..hi {
                     let r = (xr[v] - base) as usize..(xr[v + 1] - base) as usize;
-                    match l.as_deref_mut() {
-                        None => {
-                            let row = &mut a[r];
-                            row.sort_unstable();
-                            dups += row.windows(2).filter(|w| w[0] == w[1]).count() as u64;
-                        }
-                        Some(l) => {
-                            tmp.clear();
-                            tmp.extend(a[r.clone()].iter().copied().zip(l[r.clone()].iter().copied()));
-                            tmp.sort_unstable();
-                            dups += tmp.windows(2).filter(|w| w[0].0 == w[1].0).count() as u64;
-                            for (k, &(x, y)) in tmp.iter().enumerate() {
-                                a[r.start + k] = x;
-                                l[r.start + k] = y;
-                            }
-                        }
-                    }
+                    dups += sort_row(&mut a[r.clone()], l.as_deref_mut().map(|l| &mut l[r]), &mut tmp);
                 }
                 dups
             })
@@ -193,31 +177,7 @@ impl Csr {
 
     /// Removes repeated neighbours of sorted rows in place (keeping the first).
     fn compact(&mut self) {
-        let n = self.n();
-        let mut out = 0usize;
-        let mut start = 0usize;
-        for v in 0..n {
-            let end = self.xadj[v + 1] as usize;
-            let row_start = out;
-            for i in start..end {
-                if out > row_start && self.adj[out - 1] == self.adj[i] {
-                    continue;
-                }
-                self.adj[out] = self.adj[i];
-                if let Some(l) = &mut self.layer {
-                    l[out] = l[i];
-                }
-                out += 1;
-            }
-            start = end;
-            self.xadj[v + 1] = out as u64;
-        }
-        self.adj.truncate(out);
-        self.adj.shrink_to_fit();
-        if let Some(l) = &mut self.layer {
-            l.truncate(out);
-            l.shrink_to_fit();
-        }
+        compact(&mut self.xadj, &mut self.adj, self.layer.as_mut());
     }
 
     /// The graph of a partitioning [`parsim_partition::Graph`] (its edge
@@ -274,6 +234,54 @@ impl Csr {
             + self.adj.len() * 4
             + self.weight.as_ref().map_or(0, |w| w.len() * 8)
             + self.layer.as_ref().map_or(0, |l| l.len())
+    }
+}
+
+/// Sorts one row by (neighbour, layer) and returns its repeated neighbours.
+pub(crate) fn sort_row(a: &mut [u32], l: Option<&mut [u8]>, tmp: &mut Vec<(u32, u8)>) -> u64 {
+    match l {
+        None => {
+            a.sort_unstable();
+            a.windows(2).filter(|w| w[0] == w[1]).count() as u64
+        }
+        Some(l) => {
+            tmp.clear();
+            tmp.extend(a.iter().copied().zip(l.iter().copied()));
+            tmp.sort_unstable();
+            for (k, &(x, y)) in tmp.iter().enumerate() {
+                a[k] = x;
+                l[k] = y;
+            }
+            tmp.windows(2).filter(|w| w[0].0 == w[1].0).count() as u64
+        }
+    }
+}
+
+/// Drops repeated neighbours of sorted rows in place (keeping the first, the lowest layer).
+pub(crate) fn compact(xadj: &mut [u64], adj: &mut Vec<u32>, mut lay: Option<&mut Vec<u8>>) {
+    let mut out = 0usize;
+    let mut start = 0usize;
+    for v in 0..xadj.len().saturating_sub(1) {
+        let end = xadj[v + 1] as usize;
+        let row_start = out;
+        for i in start..end {
+            if out > row_start && adj[out - 1] == adj[i] {
+                continue;
+            }
+            adj[out] = adj[i];
+            if let Some(l) = lay.as_deref_mut() {
+                l[out] = l[i];
+            }
+            out += 1;
+        }
+        start = end;
+        xadj[v + 1] = out as u64;
+    }
+    adj.truncate(out);
+    adj.shrink_to_fit();
+    if let Some(l) = lay {
+        l.truncate(out);
+        l.shrink_to_fit();
     }
 }
 

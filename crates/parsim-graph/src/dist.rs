@@ -10,10 +10,23 @@
 
 use parsim_comm::{wait_all, Comm, Pod, Request, Source, Tag, TagMatch};
 
-use crate::csr::Csr;
-use crate::error::{GraphError, Result};
+use crate::error::Result;
+
+mod build;
+mod local;
+mod moves;
+
+pub use build::{Owned, Rows};
+pub use local::{block_owner, block_range, exchange_in_rounds, Sink};
 
 /// A rank's part of a partitioned graph: owned vertices, ghosts and exchange lists.
+///
+/// Its memory is O(owned vertices + their edges + ghosts): nothing on a rank
+/// is sized by the whole graph. It is built from the global graph and an
+/// owner array ([`build`](Self::build)), from this rank's rows alone
+/// ([`from_rows`](Self::from_rows)), or collectively from a generator or a
+/// file share ([`from_generator`](Self::from_generator)) so that no rank ever
+/// holds the whole graph.
 ///
 /// ```
 /// use parsim_graph::{Csr, DistGraph};
@@ -30,11 +43,15 @@ pub struct DistGraph {
     rank: usize,
     ranks: usize,
     n_global: usize,
-    /// Global ids of local vertices (owned, then ghosts).
-    ids: Vec<u32>,
     n_owned: usize,
+    /// `Some(b)`: the owned vertices are `b..b + n_owned` and `owned_ids` is empty.
+    base: Option<u32>,
+    /// Global ids of the owned vertices, ascending (empty for a block).
+    owned_ids: Vec<u32>,
+    /// Global ids of the ghosts, ascending (local ids `n_owned..`).
+    ghost_ids: Vec<u32>,
     /// Owned rows (local ids), with their global degree = row length.
-    xadj: Vec<u64>,
+    xadj: Offsets,
     adj: Vec<u32>,
     weight: Option<Vec<f64>>,
     layer: Option<Vec<u8>>,
@@ -45,132 +62,49 @@ pub struct DistGraph {
     /// Per peer: owned local ids it ghosts / ghost local ids it owns.
     send: Vec<Vec<u32>>,
     recv: Vec<Vec<u32>>,
-    /// Per owned vertex: the (peer index, position in its send list) pairs.
+    /// The owned vertices with a ghost elsewhere (ascending local ids) and,
+    /// parallel, where: `bent[bxadj[k]..bxadj[k + 1]]` are (peer index,
+    /// position in that peer's send list) pairs of `bnd[k]`.
+    bnd: Vec<u32>,
     bxadj: Vec<u32>,
     bent: Vec<(u32, u32)>,
-    /// The owner of every ghost (parallel to the ghost part of `ids`).
-    ghost_owner: Vec<u32>,
+    /// The peer index of every ghost's owner.
+    ghost_peer: Vec<u32>,
+}
+
+/// Row offsets: 4 bytes per row while the rows hold fewer than 2³² entries.
+#[derive(Clone, Debug)]
+enum Offsets {
+    Narrow(Vec<u32>),
+    Wide(Vec<u64>),
+}
+
+impl Offsets {
+    fn from_wide(x: Vec<u64>) -> Offsets {
+        if x.last().copied().unwrap_or(0) <= u64::from(u32::MAX) {
+            Offsets::Narrow(x.into_iter().map(|o| o as u32).collect())
+        } else {
+            Offsets::Wide(x)
+        }
+    }
+
+    #[inline]
+    fn at(&self, i: usize) -> usize {
+        match self {
+            Offsets::Narrow(x) => x[i] as usize,
+            Offsets::Wide(x) => x[i] as usize,
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        match self {
+            Offsets::Narrow(x) => x.len() * 4,
+            Offsets::Wide(x) => x.len() * 8,
+        }
+    }
 }
 
 impl DistGraph {
-    /// Builds rank `rank`'s view of `g` partitioned by `owner` (a part id in
-    /// `0..ranks` per vertex). Every rank builds its own view from the same
-    /// global graph and owner array; no communication is needed.
-    pub fn build(rank: usize, ranks: usize, g: &Csr, owner: &[u32]) -> Result<DistGraph> {
-        let n = g.n();
-        if owner.len() != n {
-            return Err(GraphError::BadArgument(format!("{} owners for {n} vertices", owner.len())));
-        }
-        if let Some((v, &p)) = owner.iter().enumerate().find(|&(_, &p)| p as usize >= ranks) {
-            return Err(GraphError::BadArgument(format!(
-                "vertex {v} is given to part {p}, but there are {ranks} ranks"
-            )));
-        }
-        let me = rank as u32;
-        // Global → local, for owned and ghost vertices (u32::MAX: not here).
-        let mut local = vec![u32::MAX; n];
-        let mut ids: Vec<u32> = Vec::new();
-        for v in 0..n {
-            if owner[v] == me {
-                local[v] = ids.len() as u32;
-                ids.push(v as u32);
-            }
-        }
-        let n_owned = ids.len();
-        let mut ghost_flag = Vec::new();
-        for i in 0..n_owned {
-            for &u in g.neighbours(ids[i] as usize) {
-                if owner[u as usize] != me && local[u as usize] == u32::MAX {
-                    local[u as usize] = u32::MAX - 1;
-                    ghost_flag.push(u);
-                }
-            }
-        }
-        ghost_flag.sort_unstable();
-        for &u in &ghost_flag {
-            local[u as usize] = ids.len() as u32;
-            ids.push(u);
-        }
-        let ghost_owner: Vec<u32> = ghost_flag.iter().map(|&u| owner[u as usize]).collect();
-        drop(ghost_flag);
-        // Owned rows in local ids.
-        let mut xadj = Vec::with_capacity(n_owned + 1);
-        xadj.push(0u64);
-        let total: usize = ids[..n_owned].iter().map(|&v| g.degree(v as usize)).sum();
-        let mut adj = Vec::with_capacity(total);
-        let mut weight = g.weight.as_ref().map(|_| Vec::with_capacity(total));
-        let mut layer = g.layer.as_ref().map(|_| Vec::with_capacity(total));
-        let mut cut = 0usize;
-        for i in 0..n_owned {
-            // Owned neighbours first, then ghosts (each part in global id order).
-            for ghosts in [false, true] {
-                for e in g.row(ids[i] as usize) {
-                    let l = local[g.adj[e] as usize];
-                    if (l as usize >= n_owned) != ghosts {
-                        continue;
-                    }
-                    adj.push(l);
-                    cut += usize::from(ghosts);
-                    if let (Some(w), Some(src)) = (weight.as_mut(), g.weight.as_ref()) {
-                        w.push(src[e]);
-                    }
-                    if let (Some(w), Some(src)) = (layer.as_mut(), g.layer.as_ref()) {
-                        w.push(src[e]);
-                    }
-                }
-            }
-            xadj.push(adj.len() as u64);
-        }
-        drop(local);
-        // Peers and exchange lists.
-        let mut peers: Vec<usize> = ghost_owner.iter().map(|&p| p as usize).collect();
-        peers.sort_unstable();
-        peers.dedup();
-        let peer_index = |p: usize| peers.binary_search(&p).expect("a peer");
-        let mut recv = vec![Vec::new(); peers.len()];
-        for (j, &p) in ghost_owner.iter().enumerate() {
-            recv[peer_index(p as usize)].push((n_owned + j) as u32);
-        }
-        let mut send = vec![Vec::new(); peers.len()];
-        let mut bxadj = Vec::with_capacity(n_owned + 1);
-        bxadj.push(0u32);
-        let mut bent = Vec::new();
-        let mut seen: Vec<usize> = Vec::new();
-        for i in 0..n_owned {
-            seen.clear();
-            for &l in &adj[xadj[i] as usize..xadj[i + 1] as usize] {
-                if l as usize >= n_owned {
-                    seen.push(peer_index(ghost_owner[l as usize - n_owned] as usize));
-                }
-            }
-            seen.sort_unstable();
-            seen.dedup();
-            for &q in &seen {
-                bent.push((q as u32, send[q].len() as u32));
-                send[q].push(i as u32);
-            }
-            bxadj.push(bent.len() as u32);
-        }
-        Ok(DistGraph {
-            rank,
-            ranks,
-            n_global: n,
-            ids,
-            n_owned,
-            xadj,
-            adj,
-            weight,
-            layer,
-            cut,
-            peers,
-            send,
-            recv,
-            bxadj,
-            bent,
-            ghost_owner,
-        })
-    }
-
     /// This rank.
     pub fn rank(&self) -> usize {
         self.rank
@@ -195,39 +129,60 @@ impl DistGraph {
     /// Ghost vertices held here.
     #[inline]
     pub fn ghosts(&self) -> usize {
-        self.ids.len() - self.n_owned
+        self.ghost_ids.len()
     }
 
     /// The global id of local vertex `l` (owned or ghost).
     #[inline]
     pub fn global(&self, l: usize) -> u32 {
-        self.ids[l]
+        if l < self.n_owned {
+            match self.base {
+                Some(b) => b + l as u32,
+                None => self.owned_ids[l],
+            }
+        } else {
+            self.ghost_ids[l - self.n_owned]
+        }
     }
 
     /// `Some(b)` when the owned vertices are exactly the global ids `b..b + owned()`
     /// (block partitions): then `global(i) = b + i` for owned `i`, without a lookup.
     #[inline]
     pub fn owned_base(&self) -> Option<u32> {
-        let n = self.n_owned;
-        (n > 0 && self.ids[n - 1] - self.ids[0] == (n - 1) as u32).then(|| self.ids[0])
+        self.base
     }
 
     /// Global ids of the owned vertices, ascending.
-    pub fn owned_ids(&self) -> &[u32] {
-        &self.ids[..self.n_owned]
+    pub fn owned_ids(&self) -> std::borrow::Cow<'_, [u32]> {
+        match self.base {
+            Some(b) => (b..b + self.n_owned as u32).collect::<Vec<u32>>().into(),
+            None => self.owned_ids.as_slice().into(),
+        }
+    }
+
+    /// Global ids of the ghosts, ascending (local ids `owned()..`).
+    pub fn ghost_ids(&self) -> &[u32] {
+        &self.ghost_ids
     }
 
     /// The local id of global vertex `v`, if it is owned or a ghost here.
     pub fn local(&self, v: u32) -> Option<usize> {
-        if let Ok(i) = self.ids[..self.n_owned].binary_search(&v) {
-            return Some(i);
-        }
-        self.ids[self.n_owned..].binary_search(&v).ok().map(|j| self.n_owned + j)
+        let owned = match self.base {
+            Some(b) => (v >= b && ((v - b) as usize) < self.n_owned).then(|| (v - b) as usize),
+            None => self.owned_ids.binary_search(&v).ok(),
+        };
+        owned.or_else(|| self.ghost_ids.binary_search(&v).ok().map(|j| self.n_owned + j))
     }
 
     /// The owner of ghost `l` (a local id ≥ `owned()`).
     pub fn ghost_owner(&self, l: usize) -> usize {
-        self.ghost_owner[l - self.n_owned] as usize
+        self.peers[self.ghost_peer[l - self.n_owned] as usize]
+    }
+
+    /// The index in [`peers`](Self::peers) of ghost `l`'s owner.
+    #[inline]
+    pub fn ghost_peer(&self, l: usize) -> usize {
+        self.ghost_peer[l - self.n_owned] as usize
     }
 
     /// The owned neighbours of owned vertex `i` (the first part of its row).
@@ -241,13 +196,13 @@ impl DistGraph {
     /// ghosts, each part in global id order; its degree is the length.
     #[inline]
     pub fn neighbours(&self, i: usize) -> &[u32] {
-        &self.adj[self.xadj[i] as usize..self.xadj[i + 1] as usize]
+        &self.adj[self.xadj.at(i)..self.xadj.at(i + 1)]
     }
 
     /// The `adj` index range of owned vertex `i` (for [`weight_at`](Self::weight_at), [`layer_at`](Self::layer_at)).
     #[inline]
     pub fn row(&self, i: usize) -> std::ops::Range<usize> {
-        self.xadj[i] as usize..self.xadj[i + 1] as usize
+        self.xadj.at(i)..self.xadj.at(i + 1)
     }
 
     /// Entries in the owned rows (the upper bound of [`row`](Self::row) indices).
@@ -277,7 +232,7 @@ impl DistGraph {
     /// The layers of owned vertex `i`'s edges (parallel to [`neighbours`](Self::neighbours)), if labelled.
     #[inline]
     pub fn layers_of(&self, i: usize) -> Option<&[u8]> {
-        self.layer.as_ref().map(|l| &l[self.xadj[i] as usize..self.xadj[i + 1] as usize])
+        self.layer.as_ref().map(|l| &l[self.row(i)])
     }
 
     /// The neighbouring ranks, ascending.
@@ -298,13 +253,25 @@ impl DistGraph {
     /// Where owned vertex `i` is ghosted: (peer index, position in that peer's send list).
     #[inline]
     pub fn ghosted_at(&self, i: usize) -> &[(u32, u32)] {
-        &self.bent[self.bxadj[i] as usize..self.bxadj[i + 1] as usize]
+        match self.bnd.binary_search(&(i as u32)) {
+            Ok(k) => &self.bent[self.bxadj[k] as usize..self.bxadj[k + 1] as usize],
+            Err(_) => &[],
+        }
     }
 
     /// Whether owned vertex `i` has a ghost on another rank.
     #[inline]
     pub fn is_boundary(&self, i: usize) -> bool {
-        self.bxadj[i] != self.bxadj[i + 1]
+        self.bnd.binary_search(&(i as u32)).is_ok()
+    }
+
+    /// The owned vertices with a ghost on another rank, ascending, each with
+    /// where it is ghosted (as [`ghosted_at`](Self::ghosted_at)).
+    pub fn boundary(&self) -> impl Iterator<Item = (u32, &[(u32, u32)])> + '_ {
+        self.bnd
+            .iter()
+            .enumerate()
+            .map(move |(k, &i)| (i, &self.bent[self.bxadj[k] as usize..self.bxadj[k + 1] as usize]))
     }
 
     /// Edges from owned vertices to ghosts (each cut edge counted once per side).
@@ -314,15 +281,15 @@ impl DistGraph {
 
     /// Memory held, in bytes.
     pub fn bytes(&self) -> usize {
-        self.ids.len() * 4
-            + self.xadj.len() * 8
+        (self.owned_ids.len() + self.ghost_ids.len()) * 4
+            + self.xadj.bytes()
             + self.adj.len() * 4
             + self.weight.as_ref().map_or(0, |w| w.len() * 8)
             + self.layer.as_ref().map_or(0, |w| w.len())
             + self.send.iter().chain(&self.recv).map(|s| s.len() * 4).sum::<usize>()
-            + self.bxadj.len() * 4
+            + (self.bnd.len() + self.bxadj.len()) * 4
             + self.bent.len() * 8
-            + self.ghost_owner.len() * 4
+            + self.ghost_peer.len() * 4
     }
 
     /// Sends `out[q]` to peer `q` and receives what each peer sent here, with

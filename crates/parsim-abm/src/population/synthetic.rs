@@ -153,6 +153,24 @@ impl Synthetic {
         Ok(Population { graph, layers: self.layers.to_vec(), ages: Some(ages), dropped })
     }
 
+    /// The districts of a population of `n` agents.
+    pub fn districts(&self, n: usize) -> usize {
+        n.div_ceil(self.district_size)
+    }
+
+    /// Emits district `d`'s contacts (u, v, layer) of a population of `n`
+    /// agents from `seed`: exactly the pairs [`build`](Self::build) puts in
+    /// the graph for it (self-loops and repeats included).
+    pub fn emit_district(&self, d: usize, n: usize, seed: u64, sink: &mut dyn FnMut(u32, u32, u8)) {
+        let key = StreamKey::new(seed).purpose("abm.synthetic");
+        let lo = d * self.district_size;
+        let hi = ((d + 1) * self.district_size).min(n);
+        let dist = self.district(lo as u32, hi as u32, n as u32, &mut key.with(d as u64).stream());
+        for (&(u, v), &l) in dist.pairs.iter().zip(&dist.layers) {
+            sink(u, v, l);
+        }
+    }
+
     fn district(&self, lo: u32, hi: u32, n: u32, s: &mut Stream) -> District {
         let size = (hi - lo) as usize;
         let mut d = District {

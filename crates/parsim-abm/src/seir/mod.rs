@@ -31,7 +31,7 @@ mod rank;
 mod rules;
 use crate::config::{SeirConfig, Variant};
 use crate::error::{AbmError, Result};
-use crate::population::Population;
+use crate::population::Layer;
 
 /// Agent states.
 pub mod state {
@@ -108,7 +108,7 @@ pub fn seeds(n: usize, count: usize, seed: u64) -> Vec<u32> {
     out
 }
 
-/// Runs `cfg` on this rank's part `g` of `pop`'s network. Every rank calls
+/// Runs `cfg` on this rank's part `g` of a contact network with these `layers`. Every rank calls
 /// it with the same arguments; `progress(day, days)` is called after each day.
 ///
 /// When an agent becomes infectious, its owner draws its whole infectious
@@ -124,58 +124,40 @@ pub fn seeds(n: usize, count: usize, seed: u64) -> Vec<u32> {
 /// both in one message per neighbouring rank per day.
 pub fn run<C: Comm>(
     comm: &C,
-    pop: &Population,
+    layers: &[Layer],
     g: &DistGraph,
     cfg: &SeirConfig,
     progress: Option<Progress<'_>>,
 ) -> Result<SeirResult> {
-    run_on(comm, pop, &Layout::new(g), cfg, progress)
+    run_on(comm, layers, &Layout::new(g), cfg, progress)
 }
 
 /// What the epidemic derives once from a rank's part of the graph (reusable
-/// across runs, like the graph itself): the global id beside every ghost
-/// entry of the rows, the neighbouring rank of every ghost, and which
-/// neighbouring ranks hold a ghost of each owned agent.
+/// across runs, like the graph itself): which neighbouring ranks hold a
+/// ghost of each owned agent, one byte per agent when there are at most 8
+/// (otherwise the graph's own boundary lists are used).
 pub struct Layout<'a> {
     g: &'a DistGraph,
-    gcol: Vec<u32>,
-    ghost_peer: Vec<u32>,
     peer_mask: Vec<u8>,
 }
 
 impl<'a> Layout<'a> {
     /// Derives the layout of `g`.
     pub fn new(g: &'a DistGraph) -> Layout<'a> {
-        let n_own = g.owned();
-        let mut gcol: Vec<u32> = Vec::new();
-        if g.ghosts() > 0 {
-            gcol = vec![0; g.adjacency_len()];
-            for i in 0..n_own {
-                let r = g.row(i);
-                let k = g.owned_neighbours(i).len();
-                for e in r.start + k..r.end {
-                    gcol[e] = g.global(g.adj_at(e) as usize);
-                }
-            }
-        }
-        let mut ghost_peer = vec![0u32; g.ghosts()];
-        for q in 0..g.peers().len() {
-            for &l in g.recv_list(q) {
-                ghost_peer[l as usize - n_own] = q as u32;
-            }
-        }
         // With at most 8 neighbouring ranks, one byte per agent (0: not on the boundary).
-        let peer_mask: Vec<u8> = if g.ghosts() > 0 && g.peers().len() <= 8 {
-            (0..n_own).map(|i| g.ghosted_at(i).iter().fold(0u8, |m, &(q, _)| m | 1 << q)).collect()
-        } else {
-            Vec::new()
-        };
-        Layout { g, gcol, ghost_peer, peer_mask }
+        let mut peer_mask: Vec<u8> = Vec::new();
+        if g.ghosts() > 0 && g.peers().len() <= 8 {
+            peer_mask = vec![0; g.owned()];
+            for (i, at) in g.boundary() {
+                peer_mask[i as usize] = at.iter().fold(0u8, |m, &(q, _)| m | 1 << q);
+            }
+        }
+        Layout { g, peer_mask }
     }
 
     /// Memory held, in bytes.
     pub fn bytes(&self) -> usize {
-        self.gcol.len() * 4 + self.ghost_peer.len() * 4 + self.peer_mask.len()
+        self.peer_mask.len()
     }
 }
 
@@ -203,12 +185,12 @@ fn recount(st: &[u8], iso_day: &[u32], day: u32) -> DayCounts {
 /// [`run`] on a prepared [`Layout`].
 pub fn run_on<C: Comm>(
     comm: &C,
-    pop: &Population,
+    layers: &[Layer],
     layout: &Layout<'_>,
     cfg: &SeirConfig,
     progress: Option<Progress<'_>>,
 ) -> Result<SeirResult> {
-    run_resilient(comm, pop, layout, cfg, progress, None)
+    run_resilient(comm, layers, layout, cfg, progress, None)
 }
 
 /// [`run_on`] with checkpoints at day boundaries (`ck` decides when, and
@@ -219,13 +201,13 @@ pub fn run_on<C: Comm>(
 /// error instead of being saved. The agent total is checked every day.
 pub fn run_resilient<C: Comm>(
     comm: &C,
-    pop: &Population,
+    layers: &[Layer],
     layout: &Layout<'_>,
     cfg: &SeirConfig,
     progress: Option<Progress<'_>>,
     ck: Option<&mut parsim_ckpt::Checkpointer<'_, C>>,
 ) -> Result<SeirResult> {
-    run_inner(comm, pop, layout, cfg, progress, ck, None)
+    run_inner(comm, layers, layout, cfg, progress, ck, None)
 }
 
 /// [`run_resilient`] with dynamic load balancing: the agents are grouped
@@ -251,19 +233,19 @@ pub fn run_resilient<C: Comm>(
 ///     let mut balancer = Balancer::new(lb.clone(), chunks, comm.size(), 1);
 ///     let mut bal = seir::Balance::new(&mut balancer, 250);
 ///     let g = DistGraph::build(comm.rank(), comm.size(), &pop.graph, &bal.agent_owner(4_000))?;
-///     let res = seir::run_balanced(&comm, &pop, &g, &cfg, None, None, &mut bal)?;
+///     let res = seir::run_balanced(&comm, &pop.layers, &g, &cfg, None, None, &mut bal)?;
 ///     Ok::<_, parsim_abm::AbmError>(res.digest)
 /// })?;
 /// let plain = parsim_comm::launch(1, |comm| {
 ///     let g = DistGraph::build(0, 1, &pop.graph, &vec![0; 4_000])?;
-///     Ok::<_, parsim_abm::AbmError>(seir::run(&comm, &pop, &g, &cfg, None)?.digest)
+///     Ok::<_, parsim_abm::AbmError>(seir::run(&comm, &pop.layers, &g, &cfg, None)?.digest)
 /// })?;
 /// assert_eq!(out[0], plain[0]);
 /// # Ok::<(), parsim_abm::AbmError>(())
 /// ```
 pub fn run_balanced<C: Comm>(
     comm: &C,
-    pop: &Population,
+    layers: &[Layer],
     g: &DistGraph,
     cfg: &SeirConfig,
     progress: Option<Progress<'_>>,
@@ -274,7 +256,7 @@ pub fn run_balanced<C: Comm>(
         return Err(AbmError::config("lb", "the chunk map does not match the balancer's chunks"));
     }
     let layout = Layout::new(g);
-    run_inner(comm, pop, &layout, cfg, progress, ck, Some(bal))
+    run_inner(comm, layers, &layout, cfg, progress, ck, Some(bal))
 }
 
 /// What does not change during a run: the draws' rules, the E → I
@@ -286,16 +268,16 @@ struct Ctx<'a> {
 }
 
 impl<'a> Ctx<'a> {
-    fn new(pop: &Population, cfg: &'a SeirConfig) -> Result<Ctx<'a>> {
+    fn new(layers: &[Layer], cfg: &'a SeirConfig) -> Result<Ctx<'a>> {
         let iso = cfg.isolation.as_ref();
         let rules = Rules {
             key: [cfg.seed as u32, (cfg.seed >> 32) as u32],
             cfg,
             days: cfg.days,
-            open: (0..cfg.days).map(|d| cfg.open_layers(d, pop.layers.len())).collect(),
+            open: (0..cfg.days).map(|d| cfg.open_layers(d, layers.len())).collect(),
             // No closure reaches day u32::MAX: every layer.
-            all_layers: cfg.open_layers(u32::MAX, pop.layers.len()),
-            thr: pop.layers.iter().map(|l| threshold(l.probability(cfg.beta))).collect(),
+            all_layers: cfg.open_layers(u32::MAX, layers.len()),
+            thr: layers.iter().map(|l| threshold(l.probability(cfg.beta))).collect(),
             thr_gamma: match cfg.variant {
                 Variant::Markov { gamma, .. } => threshold(gamma),
                 Variant::Fixed { .. } => 0,
@@ -322,18 +304,18 @@ impl<'a> Ctx<'a> {
 
 fn run_inner<C: Comm>(
     comm: &C,
-    pop: &Population,
+    layers: &[Layer],
     layout0: &Layout<'_>,
     cfg: &SeirConfig,
     mut progress: Option<Progress<'_>>,
     mut ck: Option<&mut parsim_ckpt::Checkpointer<'_, C>>,
     mut bal: Option<&mut Balance<'_>>,
 ) -> Result<SeirResult> {
-    cfg.check(pop.layers.len())?;
-    if pop.layers.len() > 8 {
+    cfg.check(layers.len())?;
+    if layers.len() > 8 {
         return Err(AbmError::config("layers", "at most 8 contact layers"));
     }
-    let ctx = Ctx::new(pop, cfg)?;
+    let ctx = Ctx::new(layers, cfg)?;
     let g0 = layout0.g;
     let mut s = match ck.as_mut().and_then(|c| c.take_restart()) {
         Some(mut r) => State::restored(g0, cfg, crate::resume::load(&mut r, g0, comm.rank())?),
@@ -376,13 +358,13 @@ fn run_inner<C: Comm>(
         let me = comm.rank();
         let bytes: u64 = out.iter().enumerate().filter(|&(q, _)| q != me).map(|(_, v)| 4 * v.len() as u64).sum();
         let got = comm.clock().in_phase(Phase::Comm, || comm.all_to_all_v(out))?;
-        b.owner = new_map;
-        let owner = b.agent_owner(g0.global_vertices());
         let g = {
             let _c = comm.clock().enter(Phase::Compute);
-            DistGraph::build(comm.rank(), comm.size(), &pop.graph, &owner)?
+            let old = moved.as_ref().unwrap_or(g0);
+            let to: Vec<u32> = (0..old.owned()).map(|i| new_map[(old.global(i) / b.chunk) as usize]).collect();
+            old.redistribute(comm, &to)?
         };
-        drop(owner);
+        b.owner = new_map;
         let (days, curve, draws, sent) = (s.days, std::mem::take(&mut s.curve), s.draws, s.changes_sent);
         let pieces = got.iter().map(|v| crate::balance::decode(v, days));
         let mut restored = crate::resume::restore(pieces, &g, comm.rank(), false)?;
@@ -452,7 +434,6 @@ fn days<C: Comm>(
     let iso = cfg.isolation.as_ref();
     let base = g.owned_base();
     let nd = cfg.days as usize;
-    let (gcol, ghost_peer) = (&layout.gcol, &layout.ghost_peer);
     let peer_mask = &layout.peer_mask;
     let boundary = |i: usize| if peer_mask.is_empty() { g.is_boundary(i) } else { peer_mask[i] != 0 };
     let gid = |i: usize| base.map_or_else(|| g.global(i), |b| b + i as u32);
@@ -534,11 +515,9 @@ fn days<C: Comm>(
         }
         // 2. Transmission: every new source draws its whole course.
         let row_of = |src: usize| {
-            let r = g.row(src);
             let owned = g.owned_neighbours(src);
             let all = g.neighbours(src);
-            let ghost_gids: &[u32] = if gcol.is_empty() { &[] } else { &gcol[r.start + owned.len()..r.end] };
-            Row { owned, ghosts: &all[owned.len()..], ghost_gids, layers: g.layers_of(src) }
+            Row { owned, ghosts: &all[owned.len()..], layers: g.layers_of(src) }
         };
         let view = View { g, st: &s.st, gone: &s.gone, base };
         let mut planned = Planned::default();
@@ -551,13 +530,6 @@ fn days<C: Comm>(
         for &e in &starts {
             if e < g.adjacency_len() {
                 touched ^= g.adj_at(e);
-            }
-        }
-        if !gcol.is_empty() {
-            for &e in &starts {
-                if let Some(&x) = gcol.get(e) {
-                    touched ^= x;
-                }
             }
         }
         std::hint::black_box(touched);
@@ -613,7 +585,7 @@ fn days<C: Comm>(
         let npeers = g.peers().len();
         let mut out: Vec<Vec<[u32; 2]>> = vec![Vec::new(); npeers];
         for (t, gj, j) in remote {
-            let q = if npeers == 1 { 0 } else { ghost_peer[j as usize - n_own] as usize };
+            let q = if npeers == 1 { 0 } else { g.ghost_peer(j as usize) };
             out[q].push([t, gj]);
         }
         for &a in &s.left_s {
@@ -640,7 +612,7 @@ fn days<C: Comm>(
         for msgs in &got {
             for &[t, gj] in msgs {
                 if t == u32::MAX {
-                    s.gone[(gj >> 6) as usize] |= 1 << (gj & 63);
+                    s.mark_gone(g, gj);
                 } else {
                     let j = match base {
                         Some(b) => gj - b,

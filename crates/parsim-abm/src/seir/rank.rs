@@ -25,7 +25,7 @@ pub(crate) struct State {
     pub vacc: Vec<(u32, u32)>,
     pub vacc_at: usize,
     pub curve: Vec<DayCounts>,
-    /// Ghosts announced to have left S, a bitset over global ids (empty on one rank).
+    /// Ghosts announced to have left S, a bitset over ghost numbers (local id − owned).
     pub gone: Vec<u64>,
     /// Owned boundary agents that left S since the last exchange.
     pub left_s: Vec<u32>,
@@ -34,6 +34,13 @@ pub(crate) struct State {
 }
 
 impl State {
+    /// Records that ghost `gid` (a global id) left S.
+    pub(crate) fn mark_gone(&mut self, g: &DistGraph, gid: u32) {
+        if let Some(j) = g.local(gid).and_then(|l| l.checked_sub(g.owned())) {
+            self.gone[j >> 6] |= 1 << (j & 63);
+        }
+    }
+
     /// Day 0: everybody susceptible.
     pub(crate) fn fresh(g: &DistGraph, cfg: &SeirConfig) -> State {
         let (n_own, nd) = (g.owned(), cfg.days as usize);
@@ -50,7 +57,7 @@ impl State {
             vacc: vaccination_days(g, cfg),
             vacc_at: 0,
             curve: Vec::with_capacity(nd),
-            gone: if g.ghosts() > 0 { vec![0; g.global_vertices().div_ceil(64)] } else { Vec::new() },
+            gone: vec![0; g.ghosts().div_ceil(64)],
             left_s: Vec::new(),
             draws: 0,
             changes_sent: 0,
@@ -70,7 +77,7 @@ impl State {
             }
         }
         for gid in got.gone {
-            s.gone[(gid >> 6) as usize] |= 1 << (gid & 63);
+            s.mark_gone(g, gid);
         }
         s.left_s = got.unannounced.into_iter().filter(|&l| g.is_boundary(l)).map(|l| l as u32).collect();
         for (into, from) in [

@@ -126,12 +126,15 @@ impl Rules<'_> {
                 out.local.push((t, j));
             }
         }
-        // Ghosts: global ids read beside the row; "left S" from a bitset over global ids.
+        // Ghosts: "left S" from a bitset over ghost numbers.
         let off = row.owned.len();
-        for (k, (&j, &gj)) in row.ghosts.iter().zip(row.ghost_gids).enumerate() {
-            if view.gone[(gj >> 6) as usize] >> (gj & 63) & 1 == 1 {
+        let n_own = view.g.owned() as u32;
+        for (k, &j) in row.ghosts.iter().enumerate() {
+            let x = j - n_own;
+            if view.gone[(x >> 6) as usize] >> (x & 63) & 1 == 1 {
                 continue;
             }
+            let gj = view.g.global(j as usize);
             let l = row.layers.map_or(0, |ls| ls[off + k]);
             if let Some(t) = self.first_success(src, gj, l, c, &mut draws) {
                 out.remote.push((t, gj, j));
@@ -145,7 +148,6 @@ impl Rules<'_> {
 pub(super) struct Row<'a> {
     pub(super) owned: &'a [u32],
     pub(super) ghosts: &'a [u32],
-    pub(super) ghost_gids: &'a [u32],
     /// Layers of the whole row (owned part, then ghosts).
     pub(super) layers: Option<&'a [u8]>,
 }

@@ -31,7 +31,7 @@ fn balanced(
         let mut bal = Balance::new(&mut balancer, chunk);
         bal.slow = slow;
         let g = DistGraph::build(comm.rank(), comm.size(), &pop.graph, &bal.agent_owner(pop.agents()))?;
-        let res = seir::run_balanced(&comm, pop, &g, cfg, None, None, &mut bal)?;
+        let res = seir::run_balanced(&comm, &pop.layers, &g, cfg, None, None, &mut bal)?;
         let (owner, work) = (bal.owner, comm.all_gather(vec![bal.work])?);
         Ok::<_, parsim_abm::AbmError>((res, balancer.stats().clone(), owner, work.concat()))
     })

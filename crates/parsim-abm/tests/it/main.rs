@@ -4,6 +4,7 @@ mod agents;
 mod balance;
 mod determinism;
 mod interventions;
+mod local;
 mod population;
 mod space;
 mod statistics;

@@ -24,7 +24,7 @@ pub fn reference_graph() -> &'static Population {
 pub fn run(pop: &Population, owner: &[u32], ranks: usize, cfg: &SeirConfig) -> SeirResult {
     let mut r = parsim_comm::launch(ranks, |comm| {
         let g = DistGraph::build(comm.rank(), ranks, &pop.graph, owner)?;
-        seir::run(&comm, pop, &g, cfg, None)
+        seir::run(&comm, &pop.layers, &g, cfg, None)
     })
     .unwrap_or_else(|e| panic!("{ranks} ranks: {e}"));
     let first = r.swap_remove(0);

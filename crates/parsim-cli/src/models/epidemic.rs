@@ -4,17 +4,16 @@
 //! spec's analytic predictions for the actual graph beside the simulation.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use anyhow::Result;
-use parsim_abm::population::Synthetic;
+use parsim_abm::population::{LocalPopulation, Synthetic};
 use parsim_abm::report::{self, Outcome};
 use parsim_abm::theory::Theory;
-use parsim_abm::{seir, AbmError, Closure, Isolation, Population, SeirConfig, SeirResult, Vaccination, Variant};
+use parsim_abm::{seir, AbmError, Closure, Isolation, Layer, SeirConfig, SeirResult, Vaccination, Variant};
 use parsim_comm::{Comm, ReduceOp};
 use parsim_core::Phase;
-use parsim_graph::DistGraph;
+use parsim_graph::{BuildStats, Csr};
 use parsim_partition::{Config, Method, Partitioner};
 use serde_json::{json, Value};
 use toml::Value as Toml;
@@ -53,10 +52,8 @@ pub struct AbmSetup {
     pub partitioner: String,
     /// The run (its seed is replaced by the run's).
     pub cfg: SeirConfig,
-    /// A population built once per process and shared by its ranks.
-    cache: Arc<OnceLock<std::result::Result<Arc<Population>, String>>>,
-    /// Seconds spent building the population (reading or generating).
-    population_s: Arc<OnceLock<f64>>,
+    /// For a file: whether self-loops are refused (`abm.strict`).
+    pub strict: bool,
     /// Dynamic load balancing (`[lb]` present): the balancer's settings and
     /// the agents per chunk (`abm.chunk_agents`).
     pub lb: Option<(parsim_lb::Config, u32)>,
@@ -309,19 +306,13 @@ impl AbmSetup {
         };
         let cfg = SeirConfig { beta, variant, seeds, days, seed: 0, closures, vaccination, isolation, threads };
         cfg.check(names.len()).map_err(|e| abm_err(&t, e))?;
-        let cache = Arc::new(OnceLock::new());
-        let population_s = Arc::new(OnceLock::new());
         let agents = match &source {
+            // One streaming pass that stores nothing; every rank reads its own share at run time.
             Source::File(p) => {
-                let t0 = Instant::now();
-                let pop = Population::read(p, agents_key.map(|a| a as usize), strict).map_err(|e| match e {
+                LocalPopulation::scan(p, agents_key.map(|a| a as usize), strict).map_err(|e| match e {
                     AbmError::Parse { .. } | AbmError::Io { .. } => InputError::flag("[abm] population", e.to_string()),
                     other => abm_err(&t, other),
-                })?;
-                let n = pop.agents();
-                let _ = population_s.set(t0.elapsed().as_secs_f64());
-                let _ = cache.set(Ok(Arc::new(pop)));
-                n
+                })?
             }
             _ => match agents_key {
                 Some(a) => a as usize,
@@ -344,7 +335,7 @@ impl AbmSetup {
         } else {
             None
         };
-        Ok(AbmSetup { agents, source, graph_seed, partitioner, cfg, cache, population_s, lb })
+        Ok(AbmSetup { agents, source, graph_seed, partitioner, cfg, strict, lb })
     }
 
     /// The spec's reference case on a generated Erdős–Rényi network (variant A, 180 days, block partition).
@@ -355,15 +346,9 @@ impl AbmSetup {
             graph_seed: Some(graph_seed),
             partitioner: "block".into(),
             cfg: SeirConfig::default(),
-            cache: Arc::new(OnceLock::new()),
-            population_s: Arc::new(OnceLock::new()),
+            strict: false,
             lb: None,
         }
-    }
-
-    /// Seconds the population took to build (0 before it is built).
-    pub fn population_seconds(&self) -> f64 {
-        self.population_s.get().copied().unwrap_or(0.0)
     }
 
     /// What `--dry-run` prints.
@@ -395,41 +380,42 @@ impl AbmSetup {
         )
     }
 
-    /// The population, built once per process (the first rank to ask builds it).
-    pub fn population(&self, seed: u64) -> Result<Arc<Population>> {
-        let r = self.cache.get_or_init(|| {
-            let t0 = Instant::now();
-            let s = self.graph_seed.unwrap_or(seed);
-            let pop = match &self.source {
-                Source::ErdosRenyi(c) => Ok(Population::erdos_renyi(self.agents, *c, s)),
-                Source::Synthetic(spec) => spec.build(self.agents, s).map_err(|e| e.to_string()),
-                Source::File(p) => Err(format!("{} was not read", p.display())),
-            };
-            let _ = self.population_s.set(t0.elapsed().as_secs_f64());
-            pop.map(Arc::new)
-        });
-        r.clone().map_err(|e| anyhow::anyhow!(e))
+    /// This rank's share of the population, block partitioned by agent id:
+    /// each rank generates or reads only its own share. Collective.
+    pub fn build_local<C: Comm>(&self, comm: &C, seed: u64) -> Result<LocalPopulation> {
+        let s = self.graph_seed.unwrap_or(seed);
+        Ok(match &self.source {
+            Source::ErdosRenyi(c) => LocalPopulation::erdos_renyi(comm, self.agents, *c, s)?,
+            Source::Synthetic(spec) => LocalPopulation::synthetic(comm, spec, self.agents, s)?,
+            Source::File(p) => LocalPopulation::read(comm, p, Some(self.agents), self.strict)?,
+        })
     }
 }
 
-/// The owner of every agent for `ranks` ranks.
-pub fn partition(pop: &Population, how: &str, ranks: usize, seed: u64) -> Result<Vec<u32>> {
-    let n = pop.agents();
+/// The owner of every vertex of `g` for `ranks` ranks, by a sequential partitioner.
+pub fn partition(g: &Csr, how: &str, ranks: usize, seed: u64) -> Result<Vec<u32>> {
+    let n = g.n();
     if ranks == 1 {
         return Ok(vec![0; n]);
     }
-    Ok(match how {
-        "block" => (0..n).map(|a| (a as u64 * ranks as u64 / n as u64) as u32).collect(),
-        "hash" => {
-            (0..n as u64).map(|a| ((a.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) % ranks as u64) as u32).collect()
-        }
-        m => {
-            let method = Method::parse(m).ok_or_else(|| anyhow::anyhow!("unknown partitioner {m}"))?;
-            let g = pop.graph.to_partition_graph();
-            let cfg = Config { seed, ..Config::new(ranks) };
-            method.partition(&g, &cfg)?.0
-        }
-    })
+    let method = Method::parse(how).ok_or_else(|| anyhow::anyhow!("unknown partitioner {how}"))?;
+    let cfg = Config { seed, ..Config::new(ranks) };
+    Ok(method.partition(&g.to_partition_graph(), &cfg)?.0)
+}
+
+/// What every rank knows about the whole population.
+#[derive(Clone, Debug)]
+pub struct Facts {
+    /// Agents.
+    pub agents: usize,
+    /// Undirected contacts.
+    pub edges: u64,
+    /// The contact layers.
+    pub layers: Vec<Layer>,
+    /// Self-loops and repeated pairs dropped while building.
+    pub dropped: BuildStats,
+    /// Agents per degree.
+    pub degree_counts: Vec<u64>,
 }
 
 /// One simulation and its timings.
@@ -437,7 +423,7 @@ pub struct Simulated {
     /// The result (equal on every rank).
     pub result: SeirResult,
     /// The population.
-    pub population: Arc<Population>,
+    pub population: Facts,
     /// Seconds: population, partition, local graph, simulation.
     pub times: [f64; 4],
     /// Cut edges (each once), all ranks.
@@ -446,14 +432,47 @@ pub struct Simulated {
     pub bytes_sent: u64,
     /// Bytes of the local graphs of all ranks.
     pub local_graph_bytes: u64,
+    /// Bytes of the largest rank's graph and epidemic state.
+    pub max_rank_bytes: u64,
     /// What balancing did and the mean efficiency (mean / max compute per day), when balanced.
     pub lb: Option<(parsim_lb::Stats, f64)>,
 }
 
-/// Builds (or shares) the population, partitions it, builds this rank's
-/// local graph and runs the epidemic.
+/// Builds this rank's share of the population, partitions it, and runs the epidemic.
 pub fn simulate<C: Comm>(comm: &C, setup: &AbmSetup, seed: u64, show_progress: bool) -> Result<Simulated> {
     simulate_resilient(comm, setup, seed, show_progress, None, None)
+}
+
+/// Moves the agents to the partition `how` asks for: `block` keeps the
+/// construction's blocks, `hash` scatters by id, and a sequential method
+/// (multilevel, lp, ldg, fennel, spectral) partitions the graph gathered on
+/// rank 0 — the only rank that ever holds it whole.
+fn place<C: Comm>(comm: &C, local: LocalPopulation, how: &str, seed: u64) -> Result<LocalPopulation> {
+    let p = comm.size();
+    if p == 1 || how == "block" {
+        return Ok(local);
+    }
+    let owner: Vec<u32> = if how == "hash" {
+        let g = &local.graph;
+        (0..g.owned())
+            .map(|i| ((u64::from(g.global(i)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) % p as u64) as u32)
+            .collect()
+    } else {
+        let whole = local.graph.gather(comm, 0)?;
+        let all = match whole {
+            Some(g) => partition(&g, how, p, seed),
+            None => Ok(Vec::new()),
+        };
+        // Every rank learns whether rank 0's partitioner failed.
+        let failed = comm.broadcast(0, vec![u8::from(all.is_err())])?[0] == 1;
+        let all = match all {
+            Err(e) => return Err(e),
+            Ok(_) if failed => anyhow::bail!("rank 0 could not partition the population"),
+            Ok(a) => a,
+        };
+        local.graph.scatter_owned(comm, 0, &all)?
+    };
+    Ok(local.repartition(comm, &owner)?)
 }
 
 /// [`simulate`] with checkpoints at day boundaries (and restart, faults).
@@ -465,53 +484,50 @@ pub fn simulate_resilient<C: Comm>(
     ck: Option<&mut parsim::ckpt::Checkpointer<'_, C>>,
     slow: Option<(usize, f64)>,
 ) -> Result<Simulated> {
+    comm.barrier()?;
     let t0 = Instant::now();
-    let pop = {
-        let _s = comm.clock().enter(Phase::Serial);
-        setup.population(seed)?
+    // Every rank builds only its own block of agents.
+    let local = {
+        let _c = comm.clock().enter(Phase::Compute);
+        setup.build_local(comm, seed)?
     };
     comm.barrier()?;
-    let t_pop = *setup.population_s.get().unwrap_or(&t0.elapsed().as_secs_f64());
+    let t_pop = t0.elapsed().as_secs_f64();
     let t1 = Instant::now();
     // Balanced: chunks of consecutive agents on the balancer's initial map.
-    // Otherwise rank 0 partitions and everyone receives the owner array.
-    let mut balancer = setup.lb.as_ref().map(|(lb, chunk)| {
-        let _c = comm.clock().enter(Phase::Compute);
-        parsim_lb::Balancer::new(lb.clone(), seir::Balance::chunks(&pop.graph, *chunk), comm.size(), seed)
-    });
+    let mut balancer = match setup.lb.as_ref() {
+        Some((lb, chunk)) => {
+            let chunks = seir::Balance::chunks_local(comm, &local.graph, *chunk)?;
+            Some(parsim_lb::Balancer::new(lb.clone(), chunks, comm.size(), seed))
+        }
+        None => None,
+    };
     let mut bal = balancer.as_mut().map(|b| {
         let mut bal = seir::Balance::new(b, setup.lb.as_ref().map_or(1, |l| l.1));
         bal.slow = slow;
         bal
     });
-    let owner = match &bal {
-        Some(b) => b.agent_owner(pop.agents()),
-        None => {
-            let owner = {
-                let _s = comm.clock().enter(Phase::Serial);
-                if comm.rank() == 0 {
-                    partition(&pop, &setup.partitioner, comm.size(), seed)?
-                } else {
-                    Vec::new()
-                }
-            };
-            if comm.size() > 1 {
-                comm.broadcast(0, owner)?
-            } else {
-                owner
-            }
+    let local = match &bal {
+        Some(b) => {
+            let g = &local.graph;
+            let owner: Vec<u32> = (0..g.owned()).map(|i| b.owner[(g.global(i) / b.chunk) as usize]).collect();
+            local.repartition(comm, &owner)?
         }
+        None => place(comm, local, &setup.partitioner, seed)?,
     };
     let t_part = t1.elapsed().as_secs_f64();
     let t2 = Instant::now();
-    let g = {
-        let _c = comm.clock().enter(Phase::Compute);
-        DistGraph::build(comm.rank(), comm.size(), &pop.graph, &owner)?
+    let facts = Facts {
+        agents: local.agents(),
+        edges: local.edges,
+        layers: local.layers.clone(),
+        dropped: local.dropped,
+        degree_counts: local.degree_counts(comm)?,
     };
-    drop(owner);
+    let g = &local.graph;
     let layout = {
         let _c = comm.clock().enter(Phase::Compute);
-        seir::Layout::new(&g)
+        seir::Layout::new(g)
     };
     let cut = comm.all_reduce(&[g.cut_edges() as u64], ReduceOp::Sum)?[0] / 2;
     let t_local = t2.elapsed().as_secs_f64();
@@ -526,8 +542,8 @@ pub fn simulate_resilient<C: Comm>(
     }
     let mut report = |d: u32, _days: u32, _c: &parsim_abm::DayCounts| bar.set(u64::from(d));
     let result = match bal.as_mut() {
-        Some(b) => seir::run_balanced(comm, &pop, &g, &cfg, Some(&mut report), ck, b),
-        None => seir::run_resilient(comm, &pop, &layout, &cfg, Some(&mut report), ck),
+        Some(b) => seir::run_balanced(comm, &local.layers, g, &cfg, Some(&mut report), ck, b),
+        None => seir::run_resilient(comm, &local.layers, &layout, &cfg, Some(&mut report), ck),
     };
     bar.finish();
     let result = result?;
@@ -535,15 +551,19 @@ pub fn simulate_resilient<C: Comm>(
     let lb = balancer.zip(efficiency).map(|(b, e)| (b.stats().clone(), e));
     comm.barrier()?;
     let t_sim = t3.elapsed().as_secs_f64();
+    // The graph, the layout and the per-agent state (a byte of state, two of infection day).
+    let held = (g.bytes() + layout.bytes() + 3 * g.owned()) as u64;
     let mine = [comm.clock().report().traffic().bytes_sent - bytes0, (g.bytes() + layout.bytes()) as u64];
     let sums = comm.all_reduce(&mine, ReduceOp::Sum)?;
+    let max_rank_bytes = comm.all_reduce(&[held], ReduceOp::Max)?[0];
     Ok(Simulated {
         result,
-        population: pop,
+        population: facts,
         times: [t_pop, t_part, t_local, t_sim],
         cut_edges: cut,
         bytes_sent: sums[0],
         local_graph_bytes: sums[1],
+        max_rank_bytes,
         lb,
     })
 }
@@ -563,19 +583,19 @@ pub fn run<C: Comm>(
     let o = Outcome::of(res, &cfg);
     let bytes = sim.bytes_sent;
     let pop = &sim.population;
-    let n = pop.agents() as f64;
+    let n = pop.agents as f64;
     let days = f64::from(cfg.days);
     let by_degree: Vec<Value> = report::attack_by_degree(res, 100)
         .into_iter()
         .map(|(k, count, a)| json!({"degree": k, "agents": count, "attack_rate": a}))
         .collect();
     let last = res.curve.last().copied().unwrap_or_default();
-    let theory = (pop.layers.len() == 1 && !quiet_theory)
-        .then(|| Theory::predict(&pop.graph_degree_counts(), cfg.beta, cfg.variant));
+    let theory =
+        (pop.layers.len() == 1 && !quiet_theory).then(|| Theory::predict(&pop.degree_counts, cfg.beta, cfg.variant));
     let mut metrics = json!({
-        "agents": pop.agents(),
-        "edges": pop.graph.edges(),
-        "mean_degree": 2.0 * pop.graph.edges() as f64 / n,
+        "agents": pop.agents,
+        "edges": pop.edges,
+        "mean_degree": 2.0 * pop.edges as f64 / n,
         "layers": pop.layers.iter().map(|l| l.name.clone()).collect::<Vec<_>>(),
         "dropped_self_loops": pop.dropped.self_loops,
         "dropped_duplicates": pop.dropped.duplicates,
@@ -600,7 +620,10 @@ pub fn run<C: Comm>(
         "simulation_s": sim.times[3],
         "agent_days_per_s": n * days / sim.times[3],
         "transmission_checks_per_s": res.transmission_checks as f64 / sim.times[3],
+        "setup_s": sim.times[0] + sim.times[1] + sim.times[2],
         "peak_rss_bytes": parsim::peak_rss(),
+        "bytes_per_agent": sim.max_rank_bytes as f64 * comm.size() as f64 / n,
+        "max_rank_state_bytes": sim.max_rank_bytes,
     });
     if let Some(th) = &theory {
         metrics["theory"] = json!({
@@ -622,12 +645,12 @@ pub fn run<C: Comm>(
         }
         write_atomic(&out.join("curve.csv"), csv.as_bytes())?;
         let windows = epidemic_plot::windows(&cfg, &names);
-        epidemic_plot::epidemic_png(&out.join("epidemic.png"), &res.curve, pop.agents() as u64, &windows)?;
+        epidemic_plot::epidemic_png(&out.join("epidemic.png"), &res.curve, pop.agents as u64, &windows)?;
         // -q: the files are written, the summary lines are not.
         if ctx.progress {
             println!(
                 "epidemic: {} agents, {} days: attack rate {:.2}%, peak day {} ({:.2}% infectious), peak incidence day {}, growth rate {}/day, R0 estimate {}",
-                pop.agents(),
+                pop.agents,
                 cfg.days,
                 100.0 * o.attack_rate,
                 o.peak_day,

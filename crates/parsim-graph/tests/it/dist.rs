@@ -50,3 +50,66 @@ fn ghosts_and_exchange_lists_are_consistent() {
         }
     }
 }
+
+/// Per owned vertex: its global id, its row (neighbour, layer) and where it is ghosted (rank, position).
+type Shape = Vec<(u32, Vec<(u32, u8)>, Vec<(usize, u32)>)>;
+
+/// The rows, ghosts and exchange lists of a view, in global ids.
+fn shape(d: &DistGraph) -> Shape {
+    (0..d.owned())
+        .map(|i| {
+            let mut row: Vec<(u32, u8)> = d.row(i).map(|e| (d.global(d.adj_at(e) as usize), d.layer_at(e))).collect();
+            row.sort_unstable();
+            let at = d.ghosted_at(i).iter().map(|&(q, pos)| (d.peers()[q as usize], pos)).collect();
+            (d.global(i), row, at)
+        })
+        .collect()
+}
+
+#[test]
+fn generated_views_equal_the_views_of_the_sequential_graph() {
+    // Pairs with self-loops and repeats (in both orientations, other layers).
+    let n = 700u32;
+    let mut s = parsim_core::rng::StreamKey::new(9).purpose("test").stream();
+    let pairs: Vec<(u32, u32, u8)> =
+        (0..4000).map(|_| (s.below(u64::from(n)) as u32, s.below(u64::from(n)) as u32, s.below(4) as u8)).collect();
+    let mut with_repeats = pairs.clone();
+    with_repeats.extend(pairs.iter().take(300).map(|&(u, v, l)| (v, u, (l + 1) % 4)));
+    let (g, stats) = Csr::from_pairs(
+        n as usize,
+        with_repeats.iter().map(|&(u, v, _)| (u, v)).collect(),
+        Some(with_repeats.iter().map(|&(_, _, l)| l).collect()),
+    );
+    for ranks in 1..=4usize {
+        let owner: Vec<u32> = (0..n).map(|v| parsim_graph::block_owner(n as usize, ranks, v)).collect();
+        let got = parsim_comm::launch(ranks, |comm| {
+            // Each rank emits a strided share of the pairs, in 3 units.
+            let mine: Vec<(u32, u32, u8)> = with_repeats.iter().copied().skip(comm.rank()).step_by(ranks).collect();
+            let (d, st) = DistGraph::from_generator(&comm, n as usize, 3, false, true, &|k, sink| {
+                for &(u, v, l) in &mine[mine.len() * k / 3..mine.len() * (k + 1) / 3] {
+                    sink(u, v, l);
+                }
+            })?;
+            Ok::<_, parsim_graph::GraphError>((shape(&d), (st.self_loops, st.duplicates), d.cut_edges()))
+        })
+        .unwrap();
+        for (r, (sh, st, cut)) in got.into_iter().enumerate() {
+            let want = DistGraph::build(r, ranks, &g, &owner).unwrap();
+            assert_eq!(sh, shape(&want), "ranks {ranks}, rank {r}");
+            assert_eq!(st, (stats.self_loops, stats.duplicates));
+            assert_eq!(cut, want.cut_edges());
+            assert_eq!(want.owned_base(), Some(parsim_graph::block_range(n as usize, ranks, r).0));
+        }
+    }
+}
+
+#[test]
+fn a_generator_naming_a_vertex_beyond_the_graph_is_refused_on_every_rank() {
+    let got = parsim_comm::launch(2, |comm| {
+        let r = comm.rank() as u32;
+        let e = DistGraph::from_generator(&comm, 10, 1, false, false, &|_, sink| sink(r, 10 + r * 5, 0));
+        Ok::<_, parsim_graph::GraphError>(e.map(|_| ()).unwrap_err().to_string())
+    })
+    .unwrap();
+    assert!(got.iter().all(|m| m.contains("beyond the graph")), "{got:?}");
+}

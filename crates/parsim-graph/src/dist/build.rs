@@ -1,0 +1,263 @@
+//! Building a rank's view from its own rows (global ids), with no array
+//! sized by the whole graph.
+
+use super::{DistGraph, Offsets};
+use crate::csr::Csr;
+use crate::error::{GraphError, Result};
+
+/// The vertices a rank owns.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Owned {
+    /// The global ids `lo..hi`.
+    Block(u32, u32),
+    /// These global ids (ascending, distinct).
+    List(Vec<u32>),
+}
+
+impl Owned {
+    /// How many.
+    pub fn len(&self) -> usize {
+        match self {
+            Owned::Block(lo, hi) => (hi - lo) as usize,
+            Owned::List(v) => v.len(),
+        }
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The local id of `v`, if owned.
+    #[inline]
+    pub fn local(&self, v: u32) -> Option<u32> {
+        match self {
+            Owned::Block(lo, hi) => (v >= *lo && v < *hi).then(|| v - lo),
+            Owned::List(ids) => ids.binary_search(&v).ok().map(|i| i as u32),
+        }
+    }
+
+    /// The global id of owned vertex `i`.
+    #[inline]
+    pub fn global(&self, i: usize) -> u32 {
+        match self {
+            Owned::Block(lo, _) => lo + i as u32,
+            Owned::List(ids) => ids[i],
+        }
+    }
+
+    /// A list that is a run of consecutive ids becomes a block.
+    fn normalised(self) -> Owned {
+        match self {
+            Owned::List(v) if v.last().is_some_and(|&l| (l - v[0]) as usize == v.len() - 1) => {
+                Owned::Block(v[0], v[0] + v.len() as u32)
+            }
+            o => o,
+        }
+    }
+}
+
+/// One rank's rows in global ids: the input of [`DistGraph::from_rows`].
+#[derive(Clone, Debug)]
+pub struct Rows {
+    /// Vertices in the whole graph.
+    pub n_global: usize,
+    /// The owned vertices; row `i` belongs to the `i`-th.
+    pub owned: Owned,
+    /// Row offsets (`owned.len() + 1`).
+    pub xadj: Vec<u64>,
+    /// Neighbours' global ids; each row ascending, without repeats or the vertex itself.
+    pub adj: Vec<u32>,
+    /// Edge weights parallel to `adj`, if any.
+    pub weight: Option<Vec<f64>>,
+    /// Edge layers parallel to `adj`, if any.
+    pub layer: Option<Vec<u8>>,
+}
+
+impl Rows {
+    /// The rows of `owned` taken from the global graph `g`.
+    pub fn of(g: &Csr, owned: Owned) -> Rows {
+        let n = owned.len();
+        let total: usize = (0..n).map(|i| g.degree(owned.global(i) as usize)).sum();
+        let mut xadj = Vec::with_capacity(n + 1);
+        xadj.push(0u64);
+        let mut adj = Vec::with_capacity(total);
+        let mut weight = g.weight.as_ref().map(|_| Vec::with_capacity(total));
+        let mut layer = g.layer.as_ref().map(|_| Vec::with_capacity(total));
+        for i in 0..n {
+            let r = g.row(owned.global(i) as usize);
+            adj.extend_from_slice(&g.adj[r.clone()]);
+            if let (Some(w), Some(src)) = (weight.as_mut(), g.weight.as_ref()) {
+                w.extend_from_slice(&src[r.clone()]);
+            }
+            if let (Some(l), Some(src)) = (layer.as_mut(), g.layer.as_ref()) {
+                l.extend_from_slice(&src[r]);
+            }
+            xadj.push(adj.len() as u64);
+        }
+        Rows { n_global: g.n(), owned, xadj, adj, weight, layer }
+    }
+}
+
+impl DistGraph {
+    /// Builds rank `rank`'s view of `g` partitioned by `owner` (a part id in
+    /// `0..ranks` per vertex). Every rank builds its own view from the same
+    /// global graph and owner array; no communication is needed.
+    pub fn build(rank: usize, ranks: usize, g: &Csr, owner: &[u32]) -> Result<DistGraph> {
+        let n = g.n();
+        if owner.len() != n {
+            return Err(GraphError::BadArgument(format!("{} owners for {n} vertices", owner.len())));
+        }
+        if let Some((v, &p)) = owner.iter().enumerate().find(|&(_, &p)| p as usize >= ranks) {
+            return Err(GraphError::BadArgument(format!(
+                "vertex {v} is given to part {p}, but there are {ranks} ranks"
+            )));
+        }
+        let me = rank as u32;
+        let mine: Vec<u32> = (0..n as u32).filter(|&v| owner[v as usize] == me).collect();
+        let rows = Rows::of(g, Owned::List(mine));
+        DistGraph::from_rows(rank, ranks, rows, &|v| owner[v as usize])
+    }
+
+    /// Builds rank `rank`'s view from its own rows; `owner_of(v)` names the
+    /// owner of each neighbour that is not owned here (it is asked once per
+    /// ghost). Memory: the rows, converted in place, plus O(ghosts).
+    ///
+    /// ```
+    /// use parsim_graph::{DistGraph, Owned, Rows};
+    /// // Vertices 2 and 3 of the path 0 - 1 - 2 - 3, on rank 1 of 2.
+    /// let rows = Rows {
+    ///     n_global: 4,
+    ///     owned: Owned::Block(2, 4),
+    ///     xadj: vec![0, 2, 3],
+    ///     adj: vec![1, 3, 2],
+    ///     weight: None,
+    ///     layer: None,
+    /// };
+    /// let d = DistGraph::from_rows(1, 2, rows, &|v| (v >= 2) as u32).unwrap();
+    /// assert_eq!((d.owned(), d.ghosts(), d.global(2)), (2, 1, 1));
+    /// assert_eq!(d.neighbours(0), &[1, 2]); // vertex 3 (owned), then the ghost of 1
+    /// ```
+    pub fn from_rows(rank: usize, ranks: usize, rows: Rows, owner_of: &dyn Fn(u32) -> u32) -> Result<DistGraph> {
+        let Rows { n_global, owned, xadj, mut adj, mut weight, mut layer } = rows;
+        let owned = owned.normalised();
+        let n_owned = owned.len();
+        if xadj.len() != n_owned + 1 || xadj[n_owned] as usize != adj.len() {
+            return Err(GraphError::BadArgument(format!(
+                "{} row offsets ending at {} for {n_owned} rows of {} entries",
+                xadj.len(),
+                xadj.last().copied().unwrap_or(0),
+                adj.len()
+            )));
+        }
+        // Ghosts: the neighbours not owned here, ascending.
+        let mut ghost_ids: Vec<u32> = adj.iter().copied().filter(|&u| owned.local(u).is_none()).collect();
+        ghost_ids.sort_unstable();
+        ghost_ids.dedup();
+        // Rows to local ids, owned neighbours first (both parts keep global id order).
+        let mut cut = 0usize;
+        let mut tmp: Vec<(u32, f64, u8)> = Vec::new();
+        let put = |at: usize,
+                   (x, w, l): (u32, f64, u8),
+                   adj: &mut [u32],
+                   weight: &mut Option<Vec<f64>>,
+                   layer: &mut Option<Vec<u8>>| {
+            adj[at] = x;
+            if let Some(w_) = weight.as_mut() {
+                w_[at] = w;
+            }
+            if let Some(l_) = layer.as_mut() {
+                l_[at] = l;
+            }
+        };
+        for i in 0..n_owned {
+            let r = xadj[i] as usize..xadj[i + 1] as usize;
+            tmp.clear();
+            let mut at = r.start;
+            for e in r.clone() {
+                let u = adj[e];
+                let w = weight.as_ref().map_or(0.0, |w| w[e]);
+                let l = layer.as_ref().map_or(0, |l| l[e]);
+                match owned.local(u) {
+                    Some(x) => {
+                        put(at, (x, w, l), &mut adj, &mut weight, &mut layer);
+                        at += 1;
+                    }
+                    None => {
+                        let j = ghost_ids.binary_search(&u).expect("a ghost");
+                        tmp.push(((n_owned + j) as u32, w, l));
+                    }
+                }
+            }
+            cut += tmp.len();
+            for &x in &tmp {
+                put(at, x, &mut adj, &mut weight, &mut layer);
+                at += 1;
+            }
+        }
+        drop(tmp);
+        // Peers: the owners of the ghosts.
+        let owners: Vec<u32> = ghost_ids.iter().map(|&u| owner_of(u)).collect();
+        if let Some(&p) = owners.iter().find(|&&p| p as usize >= ranks || p as usize == rank) {
+            return Err(GraphError::BadArgument(format!(
+                "a ghost is given to rank {p} (this is rank {rank} of {ranks})"
+            )));
+        }
+        let mut peers: Vec<usize> = owners.iter().map(|&p| p as usize).collect();
+        peers.sort_unstable();
+        peers.dedup();
+        let ghost_peer: Vec<u32> =
+            owners.iter().map(|&p| peers.binary_search(&(p as usize)).expect("a peer") as u32).collect();
+        drop(owners);
+        let mut recv = vec![Vec::new(); peers.len()];
+        for (j, &q) in ghost_peer.iter().enumerate() {
+            recv[q as usize].push((n_owned + j) as u32);
+        }
+        // Send lists and the boundary.
+        let mut send = vec![Vec::new(); peers.len()];
+        let (mut bnd, mut bxadj, mut bent) = (Vec::new(), vec![0u32], Vec::new());
+        let mut seen: Vec<u32> = Vec::new();
+        for i in 0..n_owned {
+            let row = &adj[xadj[i] as usize..xadj[i + 1] as usize];
+            let first_ghost = row.partition_point(|&l| (l as usize) < n_owned);
+            if first_ghost == row.len() {
+                continue;
+            }
+            seen.clear();
+            seen.extend(row[first_ghost..].iter().map(|&l| ghost_peer[l as usize - n_owned]));
+            seen.sort_unstable();
+            seen.dedup();
+            for &q in &seen {
+                bent.push((q, send[q as usize].len() as u32));
+                send[q as usize].push(i as u32);
+            }
+            bnd.push(i as u32);
+            bxadj.push(bent.len() as u32);
+        }
+        let (base, owned_ids) = match owned {
+            Owned::Block(lo, _) => (Some(lo), Vec::new()),
+            Owned::List(v) => (None, v),
+        };
+        Ok(DistGraph {
+            rank,
+            ranks,
+            n_global,
+            n_owned,
+            base: base.filter(|_| n_owned > 0),
+            owned_ids,
+            ghost_ids,
+            xadj: Offsets::from_wide(xadj),
+            adj,
+            weight,
+            layer,
+            cut,
+            peers,
+            send,
+            recv,
+            bnd,
+            bxadj,
+            bent,
+            ghost_peer,
+        })
+    }
+}

@@ -1,0 +1,252 @@
+//! Collective construction: every rank generates (or reads) a share of the
+//! edges, the endpoints owned elsewhere travel to their owners once, and each
+//! rank builds its rows from what it holds. No rank ever holds the whole
+//! graph or an array sized by it.
+
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
+
+use parsim_comm::{Comm, Pod, ReduceOp};
+use rayon::prelude::*;
+
+use super::{DistGraph, Owned, Rows};
+use crate::csr::BuildStats;
+use crate::error::{GraphError, Result};
+
+/// The owner of vertex `v` when `n` vertices are split into `ranks` blocks
+/// of consecutive ids (the `block` partition): `⌊v·ranks/n⌋`.
+#[inline]
+pub fn block_owner(n: usize, ranks: usize, v: u32) -> u32 {
+    (u64::from(v) * ranks as u64 / n.max(1) as u64) as u32
+}
+
+/// The ids rank `r` owns under [`block_owner`]: `lo..hi`.
+///
+/// ```
+/// use parsim_graph::{block_owner, block_range};
+/// let (lo, hi) = block_range(10, 3, 1);
+/// assert_eq!((lo, hi), (4, 7));
+/// assert!((lo..hi).all(|v| block_owner(10, 3, v) == 1));
+/// ```
+pub fn block_range(n: usize, ranks: usize, r: usize) -> (u32, u32) {
+    let at = |r: usize| (r as u64 * n as u64).div_ceil(ranks.max(1) as u64) as u32;
+    (at(r), at(r + 1))
+}
+
+/// [`Comm::all_to_all_v`] in as many rounds as it takes for no rank to send
+/// more than `max_bytes` in one (every rank takes part in every round; the
+/// parts arrive whole and in order). Large exchanges stay within MPI's 32-bit
+/// counts and do not need a second copy of everything at once.
+pub fn exchange_in_rounds<C: Comm, T: Pod + Send>(
+    comm: &C,
+    parts: Vec<Vec<T>>,
+    max_bytes: usize,
+) -> Result<Vec<Vec<T>>> {
+    let bytes: usize = parts.iter().map(|p| std::mem::size_of_val(p.as_slice())).sum();
+    let rounds = comm.all_reduce(&[bytes.div_ceil(max_bytes.max(1)).max(1) as u64], ReduceOp::Max)?[0] as usize;
+    if rounds == 1 {
+        return Ok(comm.all_to_all_v(parts)?);
+    }
+    let mut got: Vec<Vec<T>> = vec![Vec::new(); parts.len()];
+    for k in 0..rounds {
+        let slice: Vec<Vec<T>> =
+            parts.iter().map(|p| p[p.len() * k / rounds..p.len() * (k + 1) / rounds].to_vec()).collect();
+        for (g, r) in got.iter_mut().zip(comm.all_to_all_v(slice)?) {
+            g.extend_from_slice(&r);
+        }
+    }
+    Ok(got)
+}
+
+/// The most one rank sends in one round of a construction's exchange.
+const ROUND_BYTES: usize = 256 << 20;
+
+/// A sink for generated edges: (u, v, layer).
+pub type Sink<'a> = &'a mut dyn FnMut(u32, u32, u8);
+
+impl DistGraph {
+    /// Builds every rank's share of a graph of `n` vertices, block
+    /// partitioned ([`block_owner`]), from edges that each rank generates or
+    /// reads itself. Collective.
+    ///
+    /// `gen(k, sink)` emits the edges of this rank's unit `k` (for `k` in
+    /// `0..units`) as `sink(u, v, layer)`; it is called twice per unit (once
+    /// to count, once to fill) and must emit the same edges both times. All
+    /// ranks' units together emit every edge: undirected pairs in either
+    /// orientation (`directed = false`; both endpoints get the edge), or
+    /// directed entries (`directed = true`; only `u`'s row gets `v`, as in a
+    /// METIS file). Self-loops are dropped and counted; an edge emitted twice
+    /// is kept once, with the lowest layer — exactly [`Csr::from_pairs`](crate::Csr::from_pairs),
+    /// so the rows equal the sequential graph's for any number of ranks.
+    /// Units are generated in parallel.
+    ///
+    /// ```
+    /// use parsim_comm::Comm;
+    /// use parsim_graph::{Csr, DistGraph};
+    /// // A ring of 10 vertices, each rank emitting the edges (i, i + 1) of its own i.
+    /// let views = parsim_comm::launch(2, |comm| {
+    ///     let (lo, hi) = parsim_graph::block_range(10, 2, comm.rank());
+    ///     let (d, _) = DistGraph::from_generator(&comm, 10, 1, false, false, &|_, sink| {
+    ///         for i in lo..hi {
+    ///             sink(i, (i + 1) % 10, 0);
+    ///         }
+    ///     })?;
+    ///     Ok::<_, parsim_graph::GraphError>((d.owned(), d.ghosts(), d.cut_edges()))
+    /// })?;
+    /// assert_eq!(views, vec![(5, 2, 2), (5, 2, 2)]);
+    /// # Ok::<(), parsim_graph::GraphError>(())
+    /// ```
+    pub fn from_generator<C: Comm>(
+        comm: &C,
+        n: usize,
+        units: usize,
+        directed: bool,
+        layered: bool,
+        gen: &(dyn Fn(usize, Sink<'_>) + Sync),
+    ) -> Result<(DistGraph, BuildStats)> {
+        if n >= u32::MAX as usize {
+            return Err(GraphError::BadArgument(format!("{n} vertices: at most 2^32 - 2")));
+        }
+        let (p, me) = (comm.size(), comm.rank());
+        let (lo, hi) = block_range(n, p, me);
+        let n_own = (hi - lo) as usize;
+        let stride = if layered { 3 } else { 2 };
+        let counts: Vec<AtomicU32> = (0..n_own).map(|_| AtomicU32::new(0)).collect();
+        let bad = AtomicBool::new(false);
+        // Pass 1: count the endpoints owned here; collect the others per owner.
+        let gathered: Vec<(u64, Vec<Vec<u32>>)> = (0..units)
+            .into_par_iter()
+            .map(|k| {
+                let mut loops = 0u64;
+                let mut out: Vec<Vec<u32>> = vec![Vec::new(); p];
+                gen(k, &mut |u, v, l| {
+                    if u as usize >= n || v as usize >= n {
+                        bad.store(true, Ordering::Relaxed);
+                        return;
+                    }
+                    if u == v {
+                        loops += 1;
+                        return;
+                    }
+                    let ends: &[(u32, u32)] = if directed { &[(u, v)] } else { &[(u, v), (v, u)] };
+                    for &(w, o) in ends {
+                        if (lo..hi).contains(&w) {
+                            counts[(w - lo) as usize].fetch_add(1, Ordering::Relaxed);
+                        } else {
+                            let q = &mut out[block_owner(n, p, w) as usize];
+                            q.extend_from_slice(&[w, o]);
+                            if layered {
+                                q.push(u32::from(l));
+                            }
+                        }
+                    }
+                });
+                (loops, out)
+            })
+            .collect();
+        let bad = comm.all_reduce(&[u64::from(bad.into_inner())], ReduceOp::Max)?[0] == 1;
+        if bad {
+            return Err(GraphError::BadArgument(format!("an edge names a vertex beyond the graph ({n} vertices)")));
+        }
+        let mut loops = 0u64;
+        let mut parts: Vec<Vec<u32>> = vec![Vec::new(); p];
+        for (l, out) in gathered {
+            loops += l;
+            for (q, v) in out.into_iter().enumerate() {
+                parts[q].extend_from_slice(&v);
+            }
+        }
+        let got: Vec<u32> = exchange_in_rounds(comm, parts, ROUND_BYTES)?.concat();
+        for e in got.chunks_exact(stride) {
+            counts[(e[0] - lo) as usize].fetch_add(1, Ordering::Relaxed);
+        }
+        let mut xadj = Vec::with_capacity(n_own + 1);
+        xadj.push(0u64);
+        for c in &counts {
+            xadj.push(xadj[xadj.len() - 1] + u64::from(c.swap(0, Ordering::Relaxed)));
+        }
+        let total = xadj[n_own] as usize;
+        // Pass 2: fill (rows in any order; sorted below).
+        let adj: Vec<AtomicU32> = (0..total).map(|_| AtomicU32::new(0)).collect();
+        let lay: Vec<AtomicU8> = (0..if layered { total } else { 0 }).map(|_| AtomicU8::new(0)).collect();
+        let put = |w: u32, o: u32, l: u8| {
+            let i = (w - lo) as usize;
+            let at = xadj[i] as usize + counts[i].fetch_add(1, Ordering::Relaxed) as usize;
+            adj[at].store(o, Ordering::Relaxed);
+            if layered {
+                lay[at].store(l, Ordering::Relaxed);
+            }
+        };
+        (0..units).into_par_iter().for_each(|k| {
+            gen(k, &mut |u, v, l| {
+                if u == v || u as usize >= n || v as usize >= n {
+                    return;
+                }
+                if (lo..hi).contains(&u) {
+                    put(u, v, l);
+                }
+                if !directed && (lo..hi).contains(&v) {
+                    put(v, u, l);
+                }
+            })
+        });
+        for e in got.chunks_exact(stride) {
+            put(e[0], e[1], if layered { e[2] as u8 } else { 0 });
+        }
+        drop(got);
+        if counts.iter().zip(xadj.windows(2)).any(|(c, w)| u64::from(c.load(Ordering::Relaxed)) != w[1] - w[0]) {
+            return Err(GraphError::BadArgument("the generator emitted different edges on its second call".into()));
+        }
+        drop(counts);
+        let mut adj: Vec<u32> = adj.into_iter().map(AtomicU32::into_inner).collect();
+        let mut lay: Option<Vec<u8>> = layered.then(|| lay.into_iter().map(AtomicU8::into_inner).collect());
+        let dups = sort_rows(&xadj, &mut adj, lay.as_deref_mut());
+        if dups > 0 {
+            crate::csr::compact(&mut xadj, &mut adj, lay.as_mut());
+        }
+        let sums = comm.all_reduce(&[loops, dups], ReduceOp::Sum)?;
+        let stats = BuildStats { self_loops: sums[0], duplicates: if directed { sums[1] } else { sums[1] / 2 } };
+        let rows = Rows { n_global: n, owned: Owned::Block(lo, hi), xadj, adj, weight: None, layer: lay };
+        let d = DistGraph::from_rows(me, p, rows, &|v| block_owner(n, p, v))?;
+        Ok((d, stats))
+    }
+}
+
+/// Sorts every row by (neighbour, layer), in parallel over row ranges, and
+/// returns the repeated neighbours found.
+fn sort_rows(xadj: &[u64], adj: &mut [u32], lay: Option<&mut [u8]>) -> u64 {
+    let n = xadj.len() - 1;
+    let pieces = (rayon::current_num_threads() * 4).clamp(1, n.max(1));
+    let ranges: Vec<(usize, usize)> = (0..pieces).map(|t| (t * n / pieces, (t + 1) * n / pieces)).collect();
+    let mut a_parts = Vec::with_capacity(pieces);
+    let mut l_parts: Vec<Option<&mut [u8]>> = Vec::with_capacity(pieces);
+    let (mut rest, mut lrest) = (adj, lay);
+    for &(lo, hi) in &ranges {
+        let len = (xadj[hi] - xadj[lo]) as usize;
+        let (a, b) = rest.split_at_mut(len);
+        a_parts.push(a);
+        rest = b;
+        match lrest.take() {
+            Some(l) => {
+                let (a, b) = l.split_at_mut(len);
+                l_parts.push(Some(a));
+                lrest = Some(b);
+            }
+            None => l_parts.push(None),
+        }
+    }
+    a_parts
+        .into_par_iter()
+        .zip(l_parts.into_par_iter())
+        .zip(ranges.par_iter())
+        .map(|((a, mut l), &(lo, hi))| {
+            let base = xadj[lo];
+            let mut dups = 0u64;
+            let mut tmp: Vec<(u32, u8)> = Vec::new();
+            for v in lo..hi {
+                let r = (xadj[v] - base) as usize..(xadj[v + 1] - base) as usize;
+                dups += crate::csr::sort_row(&mut a[r.clone()], l.as_deref_mut().map(|l| &mut l[r]), &mut tmp);
+            }
+            dups
+        })
+        .sum()
+}
