@@ -177,6 +177,25 @@ mpirun_ -n 2 target/release/parsim run scenarios/epidemic-er.toml --backend mpi 
 cat target/ci/epi-er.txt
 grep -q "final size z" target/ci/epi-er.txt || { echo "--verify printed no theory"; exit 1; }
 
+step "capability: every process builds only its share (4·10⁶ agents, 1 process vs mpirun -n 2: digest, peak RSS, per-rank states)"
+rss_of() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(max(d['peak_rss_bytes']))" "$1/summary.json"; }
+target/release/parsim run scenarios/epidemic.toml --ranks 1 --set abm.agents=4000000 --out target/ci/cap1 >/dev/null
+mpirun_ -n 2 target/release/parsim run scenarios/epidemic.toml --backend mpi --set abm.agents=4000000 \
+  --set abm.write_states=true --out target/ci/cap2 >/dev/null
+[ "$(digest_of target/ci/cap1)" = "$(digest_of target/ci/cap2)" ] || { echo "capability run: digests differ"; exit 1; }
+one=$(rss_of target/ci/cap1); two=$(rss_of target/ci/cap2)
+echo "peak RSS: 1 process $one bytes, each of 2 processes at most $two bytes"
+python3 -c "import sys; a,b=int(sys.argv[1]),int(sys.argv[2]); sys.exit(0 if b < 0.75*a else 'a process of 2 peaked at %.2f of the single process' % (b/a))" "$one" "$two"
+for f in manifest.json rank-00000.bin rank-00001.bin; do
+  [ -s "target/ci/cap2/states/$f" ] || { echo "write_states: no $f"; exit 1; }
+done
+python3 -c "
+import json,os,sys
+d=sys.argv[1]; m=json.load(open(d+'/manifest.json'))
+n=sum(os.path.getsize(d+'/'+p['file'])//7 for p in m['pieces'])
+assert n==m['agents']==4000000, (n, m['agents'])
+print('states: %d agents in %d per-rank pieces' % (n, len(m['pieces'])))" target/ci/cap2/states
+
 step "the ring scenario: equal digests on threads and MPI"
 cargo run --release -- run scenarios/ring.toml --out target/ci/ring-threads
 want=$(grep -o '"digest": "[0-9a-f]*"' target/ci/ring-threads/summary.json | cut -d'"' -f4)

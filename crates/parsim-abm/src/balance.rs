@@ -189,7 +189,7 @@ pub(crate) fn announce<C: Comm>(comm: &C, g: &DistGraph, s: &mut State) -> Resul
     let mut out: Vec<Vec<u32>> = vec![Vec::new(); g.peers().len()];
     for i in 0..g.owned() {
         if s.st[i] != crate::seir::state::S && !unannounced.contains(&(i as u32)) {
-            for &(q, _) in g.ghosted_at(i) {
+            for (q, _) in g.ghosted_at(i) {
                 out[q as usize].push(g.global(i));
             }
         }

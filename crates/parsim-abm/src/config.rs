@@ -84,6 +84,8 @@ pub struct SeirConfig {
     pub isolation: Option<Isolation>,
     /// Threads per rank for the transmission step.
     pub threads: usize,
+    /// Hand back every owned agent's final state in [`SeirResult::states`](crate::SeirResult::states).
+    pub keep_states: bool,
 }
 
 impl Default for SeirConfig {
@@ -98,6 +100,7 @@ impl Default for SeirConfig {
             vaccination: None,
             isolation: None,
             threads: 1,
+            keep_states: false,
         }
     }
 }

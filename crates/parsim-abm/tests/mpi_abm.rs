@@ -1,14 +1,17 @@
 //! The epidemic determinism suite under MPI: an Erdős–Rényi population
 //! (variants A and B) and a synthetic one with every intervention, over
 //! multilevel, hash and label-propagation partitions and 2 threads per rank,
-//! each compared with a 1-rank run on the threads backend in this process.
+//! each compared with a 1-rank run on the threads backend in this process;
+//! and populations built in shares (each process generates or reads only its
+//! own block: synthetic, ER, a text edge list, u32 pairs, METIS), then
+//! repartitioned by hash, against the same 1-rank digests.
 //!
 //! ```text
 //! mpirun -n 2 $(scripts/mpi-test-bin.sh parsim-abm mpi_abm)
 //! mpirun -n 4 $(scripts/mpi-test-bin.sh parsim-abm mpi_abm)
 //! ```
 
-use parsim_abm::population::Synthetic;
+use parsim_abm::population::{LocalPopulation, Synthetic};
 use parsim_abm::{seir, Closure, Isolation, Population, SeirConfig, Vaccination, Variant};
 use parsim_comm::{launch, mpi, Comm};
 use parsim_graph::DistGraph;
@@ -40,6 +43,60 @@ fn check<C: Comm>(comm: &C, name: &str, pop: &Population, cfg: &SeirConfig) -> R
     Ok(ran)
 }
 
+/// Builds `pop` in shares (`make`), runs it on the blocks and after a hash
+/// repartition, and compares both with the 1-rank digest of the whole `pop`.
+fn check_local<C: Comm>(
+    comm: &C,
+    name: &str,
+    pop: &Population,
+    cfg: &SeirConfig,
+    make: impl Fn(&C) -> Result<LocalPopulation, parsim_abm::AbmError>,
+) -> Result<usize, String> {
+    let zero = vec![0u32; pop.agents()];
+    let want = launch(1, |c| digest(&c, pop, &zero, cfg)).map_err(|e| e.to_string())?.remove(0);
+    let local = make(comm).map_err(|e| format!("{name}: {e}"))?;
+    let got = seir::run(comm, &local.layers, &local.graph, cfg, None).map_err(|e| e.to_string())?.digest.to_string();
+    let k = comm.size() as u32;
+    let g = &local.graph;
+    let to: Vec<u32> = (0..g.owned()).map(|i| g.global(i).wrapping_mul(2_654_435_761) % k).collect();
+    let moved = local.repartition(comm, &to).map_err(|e| e.to_string())?;
+    let again = seir::run(comm, &moved.layers, &moved.graph, cfg, None).map_err(|e| e.to_string())?.digest.to_string();
+    for (how, d) in [("blocks", got), ("hash-repartitioned", again)] {
+        if d != want {
+            return Err(format!("{name} built in shares, {how}: digest {d} != 1-rank {want}"));
+        }
+    }
+    Ok(2)
+}
+
+/// The population written as a text edge list, u32 pairs and METIS (by rank 0).
+fn write_files<C: Comm>(comm: &C, pop: &Population) -> Result<Vec<std::path::PathBuf>, String> {
+    let dir = std::env::temp_dir()
+        .join(format!("parsim-mpi-abm-{}", std::env::var("OMPI_COMM_WORLD_SIZE").unwrap_or_default()));
+    let names = ["g.txt", "g.u32", "g.graph"].map(|n| dir.join(n));
+    if comm.rank() == 0 {
+        let g = &pop.graph;
+        let (mut text, mut bin) = (String::new(), Vec::new());
+        let mut metis = format!("{} {}\n", g.n(), g.edges());
+        for v in 0..g.n() {
+            let row: Vec<String> = g.neighbours(v).iter().map(|&u| (u + 1).to_string()).collect();
+            metis.push_str(&row.join(" "));
+            metis.push('\n');
+            for &u in g.neighbours(v).iter().filter(|&&u| u > v as u32) {
+                text.push_str(&format!("{v} {u}\n"));
+                bin.extend_from_slice(&(v as u32).to_le_bytes());
+                bin.extend_from_slice(&u.to_le_bytes());
+            }
+        }
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        for (f, b) in names.iter().zip([text.into_bytes(), bin, metis.into_bytes()]) {
+            std::fs::write(f, b).map_err(|e| e.to_string())?;
+        }
+    }
+    comm.barrier().map_err(|e| e.to_string())?;
+    Ok(names.to_vec())
+}
+
 fn main() {
     let r = mpi::launch(|comm| {
         let er = Population::erdos_renyi(20_000, 10.0, 3);
@@ -62,6 +119,14 @@ fn main() {
             ..SeirConfig::default()
         };
         ran += check(&comm, "synthetic with interventions", &syn, &cfg)?;
+        let spec = Synthetic { district_size: 2_000, ..Synthetic::default() };
+        ran += check_local(&comm, "synthetic", &syn, &cfg, |c| LocalPopulation::synthetic(c, &spec, 20_000, 9))?;
+        let a = SeirConfig { seed: 11, days: 100, ..SeirConfig::default() };
+        ran += check_local(&comm, "ER", &er, &a, |c| LocalPopulation::erdos_renyi(c, 20_000, 10.0, 3))?;
+        for f in write_files(&comm, &er)? {
+            let name = f.display().to_string();
+            ran += check_local(&comm, &name, &er, &a, |c| LocalPopulation::read(c, &f, Some(20_000), false))?;
+        }
         if comm.rank() == 0 {
             println!("ok: {ran} epidemic runs under MPI on {} ranks equal the 1-rank digests", comm.size());
         }

@@ -50,6 +50,8 @@ pub struct DistGraph {
     owned_ids: Vec<u32>,
     /// Global ids of the ghosts, ascending (local ids `n_owned..`).
     ghost_ids: Vec<u32>,
+    /// Global id → ghost, an open-addressing table over the ghosts.
+    ghost_table: GhostTable,
     /// Owned rows (local ids), with their global degree = row length.
     xadj: Offsets,
     adj: Vec<u32>,
@@ -64,12 +66,87 @@ pub struct DistGraph {
     recv: Vec<Vec<u32>>,
     /// The owned vertices with a ghost elsewhere (ascending local ids) and,
     /// parallel, where: `bent[bxadj[k]..bxadj[k + 1]]` are (peer index,
-    /// position in that peer's send list) pairs of `bnd[k]`.
+    /// position in that peer's send list) pairs of `bnd[k]`. With a single
+    /// peer, `send[0]`, `bxadj`, `bent` and `ghost_peer` are left empty: the
+    /// send list is `bnd` and `bnd[k]` is at position `k` of it.
     bnd: Vec<u32>,
     bxadj: Vec<u32>,
     bent: Vec<(u32, u32)>,
     /// The peer index of every ghost's owner.
     ghost_peer: Vec<u32>,
+}
+
+/// Where an owned vertex is ghosted: (peer index, position in that peer's
+/// send list) pairs, from [`DistGraph::ghosted_at`].
+#[derive(Clone, Debug)]
+pub enum GhostedAt<'a> {
+    /// Listed pairs.
+    Listed(std::slice::Iter<'a, (u32, u32)>),
+    /// The one pair of a rank with a single neighbour (or none left).
+    One(Option<(u32, u32)>),
+}
+
+impl Iterator for GhostedAt<'_> {
+    type Item = (u32, u32);
+
+    #[inline]
+    fn next(&mut self) -> Option<(u32, u32)> {
+        match self {
+            GhostedAt::Listed(it) => it.next().copied(),
+            GhostedAt::One(x) => x.take(),
+        }
+    }
+}
+
+/// A hash table from global id to ghost number: slots hold ghost number + 1
+/// (0: empty), at least 1.5 times as many slots as ghosts, linear probing — one
+/// cache miss per lookup where a binary search over the ghosts takes twenty.
+#[derive(Clone, Debug, Default)]
+struct GhostTable {
+    slots: Vec<u32>,
+    shift: u32,
+}
+
+impl GhostTable {
+    fn new(ids: &[u32]) -> GhostTable {
+        if ids.is_empty() {
+            return GhostTable::default();
+        }
+        // A load between 1/3 and 2/3.
+        let bits = (ids.len() + ids.len() / 2).next_power_of_two().trailing_zeros().max(1);
+        let mut t = GhostTable { slots: vec![0; 1 << bits], shift: 64 - bits };
+        let mask = t.slots.len() - 1;
+        for (j, &v) in ids.iter().enumerate() {
+            let mut h = t.hash(v);
+            while t.slots[h] != 0 {
+                h = (h + 1) & mask;
+            }
+            t.slots[h] = j as u32 + 1;
+        }
+        t
+    }
+
+    #[inline]
+    fn hash(&self, v: u32) -> usize {
+        (u64::from(v).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize
+    }
+
+    /// The ghost number of global id `v`, if `v` is a ghost (`ids`: the ghosts' ids).
+    #[inline]
+    fn find(&self, ids: &[u32], v: u32) -> Option<usize> {
+        if self.slots.is_empty() {
+            return None;
+        }
+        let mask = self.slots.len() - 1;
+        let mut h = self.hash(v);
+        loop {
+            match self.slots[h] {
+                0 => return None,
+                s if ids[s as usize - 1] == v => return Some(s as usize - 1),
+                _ => h = (h + 1) & mask,
+            }
+        }
+    }
 }
 
 /// Row offsets: 4 bytes per row while the rows hold fewer than 2³² entries.
@@ -88,7 +165,7 @@ impl Offsets {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn at(&self, i: usize) -> usize {
         match self {
             Offsets::Narrow(x) => x[i] as usize,
@@ -171,18 +248,28 @@ impl DistGraph {
             Some(b) => (v >= b && ((v - b) as usize) < self.n_owned).then(|| (v - b) as usize),
             None => self.owned_ids.binary_search(&v).ok(),
         };
-        owned.or_else(|| self.ghost_ids.binary_search(&v).ok().map(|j| self.n_owned + j))
+        owned.or_else(|| self.ghost_table.find(&self.ghost_ids, v).map(|j| self.n_owned + j))
+    }
+
+    /// The local id of ghost `v` (a global id), if it is a ghost here.
+    #[inline]
+    pub fn ghost_local(&self, v: u32) -> Option<usize> {
+        self.ghost_table.find(&self.ghost_ids, v).map(|j| self.n_owned + j)
     }
 
     /// The owner of ghost `l` (a local id ≥ `owned()`).
     pub fn ghost_owner(&self, l: usize) -> usize {
-        self.peers[self.ghost_peer[l - self.n_owned] as usize]
+        self.peers[self.ghost_peer(l)]
     }
 
     /// The index in [`peers`](Self::peers) of ghost `l`'s owner.
     #[inline]
     pub fn ghost_peer(&self, l: usize) -> usize {
-        self.ghost_peer[l - self.n_owned] as usize
+        if self.single() {
+            0
+        } else {
+            self.ghost_peer[l - self.n_owned] as usize
+        }
     }
 
     /// The owned neighbours of owned vertex `i` (the first part of its row).
@@ -194,7 +281,7 @@ impl DistGraph {
 
     /// The neighbours (local ids) of owned vertex `i`, owned ones first, then
     /// ghosts, each part in global id order; its degree is the length.
-    #[inline]
+    #[inline(always)]
     pub fn neighbours(&self, i: usize) -> &[u32] {
         &self.adj[self.xadj.at(i)..self.xadj.at(i + 1)]
     }
@@ -242,7 +329,11 @@ impl DistGraph {
 
     /// Owned vertices peer `q` (an index into [`peers`](Self::peers)) holds ghosts of.
     pub fn send_list(&self, q: usize) -> &[u32] {
-        &self.send[q]
+        if self.single() {
+            &self.bnd
+        } else {
+            &self.send[q]
+        }
     }
 
     /// Ghosts owned by peer `q`, in the order of its send list.
@@ -252,11 +343,27 @@ impl DistGraph {
 
     /// Where owned vertex `i` is ghosted: (peer index, position in that peer's send list).
     #[inline]
-    pub fn ghosted_at(&self, i: usize) -> &[(u32, u32)] {
+    pub fn ghosted_at(&self, i: usize) -> GhostedAt<'_> {
         match self.bnd.binary_search(&(i as u32)) {
-            Ok(k) => &self.bent[self.bxadj[k] as usize..self.bxadj[k + 1] as usize],
-            Err(_) => &[],
+            Ok(k) => self.ghosted_at_boundary(k),
+            Err(_) => GhostedAt::Listed([].iter()),
         }
+    }
+
+    /// Where the `k`-th boundary vertex is ghosted.
+    #[inline]
+    fn ghosted_at_boundary(&self, k: usize) -> GhostedAt<'_> {
+        if self.single() {
+            GhostedAt::One(Some((0, k as u32)))
+        } else {
+            GhostedAt::Listed(self.bent[self.bxadj[k] as usize..self.bxadj[k + 1] as usize].iter())
+        }
+    }
+
+    /// One neighbouring rank (its lists are implicit).
+    #[inline]
+    fn single(&self) -> bool {
+        self.peers.len() == 1
     }
 
     /// Whether owned vertex `i` has a ghost on another rank.
@@ -265,13 +372,15 @@ impl DistGraph {
         self.bnd.binary_search(&(i as u32)).is_ok()
     }
 
+    /// The owned vertices (local ids) with a ghost on another rank, ascending.
+    pub fn boundary_ids(&self) -> &[u32] {
+        &self.bnd
+    }
+
     /// The owned vertices with a ghost on another rank, ascending, each with
     /// where it is ghosted (as [`ghosted_at`](Self::ghosted_at)).
-    pub fn boundary(&self) -> impl Iterator<Item = (u32, &[(u32, u32)])> + '_ {
-        self.bnd
-            .iter()
-            .enumerate()
-            .map(move |(k, &i)| (i, &self.bent[self.bxadj[k] as usize..self.bxadj[k + 1] as usize]))
+    pub fn boundary(&self) -> impl Iterator<Item = (u32, GhostedAt<'_>)> + '_ {
+        self.bnd.iter().enumerate().map(move |(k, &i)| (i, self.ghosted_at_boundary(k)))
     }
 
     /// Edges from owned vertices to ghosts (each cut edge counted once per side).
@@ -281,7 +390,7 @@ impl DistGraph {
 
     /// Memory held, in bytes.
     pub fn bytes(&self) -> usize {
-        (self.owned_ids.len() + self.ghost_ids.len()) * 4
+        (self.owned_ids.len() + self.ghost_ids.len() + self.ghost_table.slots.len()) * 4
             + self.xadj.bytes()
             + self.adj.len() * 4
             + self.weight.as_ref().map_or(0, |w| w.len() * 8)
@@ -319,7 +428,7 @@ impl DistGraph {
     pub fn exchange_marked<C: Comm>(&self, comm: &C, tag: Tag, marked: &[u32]) -> Result<Vec<u32>> {
         let mut idx: Vec<Vec<u32>> = vec![Vec::new(); self.peers.len()];
         for &i in marked {
-            for &(q, pos) in self.ghosted_at(i as usize) {
+            for (q, pos) in self.ghosted_at(i as usize) {
                 idx[q as usize].push(pos);
             }
         }
@@ -339,7 +448,7 @@ impl DistGraph {
         let mut idx: Vec<Vec<u32>> = vec![Vec::new(); self.peers.len()];
         let mut val: Vec<Vec<T>> = vec![Vec::new(); self.peers.len()];
         for &(i, v) in changed {
-            for &(q, pos) in self.ghosted_at(i as usize) {
+            for (q, pos) in self.ghosted_at(i as usize) {
                 idx[q as usize].push(pos);
                 val[q as usize].push(v);
             }

@@ -90,6 +90,9 @@ pub struct SeirResult {
     pub changes_sent: u64,
     /// Agents.
     pub agents: u64,
+    /// With [`SeirConfig::keep_states`]: this rank's agents at the end, as
+    /// (global id, state, infection day or `u16::MAX`), ascending id.
+    pub states: Vec<(u32, u8, u16)>,
 }
 
 /// Called after each day with (days done, days, that day's counts).
@@ -133,31 +136,75 @@ pub fn run<C: Comm>(
 }
 
 /// What the epidemic derives once from a rank's part of the graph (reusable
-/// across runs, like the graph itself): which neighbouring ranks hold a
-/// ghost of each owned agent, one byte per agent when there are at most 8
-/// (otherwise the graph's own boundary lists are used).
+/// across runs, like the graph itself). When a third of the agents or more
+/// are on the boundary (a random graph): which neighbouring ranks hold a
+/// ghost of each owned agent (one byte per agent, up to 8 neighbouring
+/// ranks) and the global ids of each agent's ghost neighbours beside each
+/// other in row order (read with the row instead of one lookup per ghost).
+/// Otherwise (a population with locality): one bit per agent saying whether
+/// it is on the boundary, the graph's own lists for the rest.
 pub struct Layout<'a> {
     g: &'a DistGraph,
     peer_mask: Vec<u8>,
+    /// Dense: per owned agent, where its ghosts' ids start in `gids`.
+    gstart: Vec<u32>,
+    gids: Vec<u32>,
+    /// Sparse: a bitset over owned agents, set on the boundary.
+    bbits: Vec<u64>,
 }
 
 impl<'a> Layout<'a> {
     /// Derives the layout of `g`.
     pub fn new(g: &'a DistGraph) -> Layout<'a> {
-        // With at most 8 neighbouring ranks, one byte per agent (0: not on the boundary).
-        let mut peer_mask: Vec<u8> = Vec::new();
-        if g.ghosts() > 0 && g.peers().len() <= 8 {
-            peer_mask = vec![0; g.owned()];
-            for (i, at) in g.boundary() {
-                peer_mask[i as usize] = at.iter().fold(0u8, |m, &(q, _)| m | 1 << q);
+        let dense = g.ghosts() > 0 && 3 * g.boundary_ids().len() >= g.owned();
+        let (mut peer_mask, mut gstart, mut gids, mut bbits) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        if dense {
+            // With at most 8 neighbouring ranks, one byte per agent (0: not on the boundary).
+            if g.peers().len() <= 8 {
+                peer_mask = vec![0u8; g.owned()];
+                for (i, at) in g.boundary() {
+                    peer_mask[i as usize] = at.fold(0u8, |m, (q, _)| m | 1 << q);
+                }
+            }
+            gstart.reserve(g.owned() + 1);
+            gstart.push(0u32);
+            for i in 0..g.owned() {
+                gids.extend(g.neighbours(i)[g.owned_neighbours(i).len()..].iter().map(|&l| g.global(l as usize)));
+                gstart.push(gids.len() as u32);
+            }
+        } else if g.ghosts() > 0 {
+            bbits = vec![0u64; g.owned().div_ceil(64)];
+            for &i in g.boundary_ids() {
+                bbits[i as usize >> 6] |= 1 << (i & 63);
             }
         }
-        Layout { g, peer_mask }
+        Layout { g, peer_mask, gstart, gids, bbits }
+    }
+
+    /// Whether owned agent `i` has a ghost on another rank.
+    #[inline]
+    fn is_boundary(&self, i: usize) -> bool {
+        if !self.peer_mask.is_empty() {
+            self.peer_mask[i] != 0
+        } else if !self.bbits.is_empty() {
+            self.bbits[i >> 6] >> (i & 63) & 1 == 1
+        } else {
+            self.g.ghosts() > 0 && self.g.is_boundary(i)
+        }
+    }
+
+    /// The global ids of owned agent `i`'s ghost neighbours, in row order.
+    #[inline]
+    fn ghost_gids(&self, i: usize) -> &[u32] {
+        match self.gstart.is_empty() {
+            false => &self.gids[self.gstart[i] as usize..self.gstart[i + 1] as usize],
+            true => &[],
+        }
     }
 
     /// Memory held, in bytes.
     pub fn bytes(&self) -> usize {
-        self.peer_mask.len()
+        self.peer_mask.len() + 4 * (self.gstart.len() + self.gids.len()) + 8 * self.bbits.len()
     }
 }
 
@@ -341,7 +388,7 @@ fn run_inner<C: Comm>(
                     if let Some(b) = bal.as_deref_mut() {
                         b.efficiency = if eff.1 > 0 { eff.0 / f64::from(eff.1) } else { 1.0 };
                     }
-                    return finish(comm, g, &s);
+                    return finish(comm, g, &s, cfg.keep_states);
                 }
                 Some(new_map) => {
                     let b = bal.as_deref().expect("only a balanced run rebalances");
@@ -377,7 +424,7 @@ fn run_inner<C: Comm>(
 }
 
 /// The digest, degree histogram and totals at the end (collective).
-fn finish<C: Comm>(comm: &C, g: &DistGraph, s: &State) -> Result<SeirResult> {
+fn finish<C: Comm>(comm: &C, g: &DistGraph, s: &State, keep: bool) -> Result<SeirResult> {
     let n_own = g.owned();
     let mut sd = SetDigest::new();
     let mut maxdeg = 0u64;
@@ -411,6 +458,7 @@ fn finish<C: Comm>(comm: &C, g: &DistGraph, s: &State) -> Result<SeirResult> {
         transmission_checks: checks,
         changes_sent: s.changes_sent,
         agents: g.global_vertices() as u64,
+        states: if keep { (0..n_own).map(|i| (g.global(i), s.st[i], s.inf_day[i])).collect() } else { Vec::new() },
     })
 }
 
@@ -435,7 +483,7 @@ fn days<C: Comm>(
     let base = g.owned_base();
     let nd = cfg.days as usize;
     let peer_mask = &layout.peer_mask;
-    let boundary = |i: usize| if peer_mask.is_empty() { g.is_boundary(i) } else { peer_mask[i] != 0 };
+    let boundary = |i: usize| layout.is_boundary(i);
     let gid = |i: usize| base.map_or_else(|| g.global(i), |b| b + i as u32);
     let mut sources: Vec<(u32, Course)> = Vec::new();
     // Per owned chunk: the work of the day (draws, attempts handled), when balanced.
@@ -517,7 +565,9 @@ fn days<C: Comm>(
         let row_of = |src: usize| {
             let owned = g.owned_neighbours(src);
             let all = g.neighbours(src);
-            Row { owned, ghosts: &all[owned.len()..], layers: g.layers_of(src) }
+            let ghosts = &all[owned.len()..];
+            let ghost_gids = if ghosts.is_empty() { &[][..] } else { layout.ghost_gids(src) };
+            Row { owned, ghosts, ghost_gids, layers: g.layers_of(src) }
         };
         let view = View { g, st: &s.st, gone: &s.gone, base };
         let mut planned = Planned::default();
@@ -591,7 +641,7 @@ fn days<C: Comm>(
         for &a in &s.left_s {
             let ga = gid(a as usize);
             if peer_mask.is_empty() {
-                for &(q, _) in g.ghosted_at(a as usize) {
+                for (q, _) in g.ghosted_at(a as usize) {
                     out[q as usize].push([u32::MAX, ga]);
                 }
             } else {

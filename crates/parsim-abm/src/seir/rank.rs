@@ -36,7 +36,7 @@ pub(crate) struct State {
 impl State {
     /// Records that ghost `gid` (a global id) left S.
     pub(crate) fn mark_gone(&mut self, g: &DistGraph, gid: u32) {
-        if let Some(j) = g.local(gid).and_then(|l| l.checked_sub(g.owned())) {
+        if let Some(j) = g.ghost_local(gid).map(|l| l - g.owned()) {
             self.gone[j >> 6] |= 1 << (j & 63);
         }
     }

@@ -134,7 +134,11 @@ impl Rules<'_> {
             if view.gone[(x >> 6) as usize] >> (x & 63) & 1 == 1 {
                 continue;
             }
-            let gj = view.g.global(j as usize);
+            // Read beside the row where the layout keeps them, else looked up.
+            let gj = match row.ghost_gids.get(k) {
+                Some(&gj) => gj,
+                None => view.g.global(j as usize),
+            };
             let l = row.layers.map_or(0, |ls| ls[off + k]);
             if let Some(t) = self.first_success(src, gj, l, c, &mut draws) {
                 out.remote.push((t, gj, j));
@@ -148,6 +152,7 @@ impl Rules<'_> {
 pub(super) struct Row<'a> {
     pub(super) owned: &'a [u32],
     pub(super) ghosts: &'a [u32],
+    pub(super) ghost_gids: &'a [u32],
     /// Layers of the whole row (owned part, then ghosts).
     pub(super) layers: Option<&'a [u8]>,
 }

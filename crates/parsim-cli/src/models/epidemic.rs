@@ -205,6 +205,7 @@ impl AbmSetup {
         let days = t.int("days", Some(180), 1..=65_000)? as u32;
         let partitioner = t.choice("partitioner", Some("block"), &PARTITIONERS)?;
         let strict = t.boolean("strict", false)?;
+        let keep_states = t.boolean("write_states", false)?;
         let chunk_agents = t.int("chunk_agents", Some(0), 0..=u64::from(u32::MAX))? as u32;
         let variant = if variant == "A" {
             if latent < 1.0 || latent.fract() != 0.0 {
@@ -304,7 +305,8 @@ impl AbmSetup {
                 })
             }
         };
-        let cfg = SeirConfig { beta, variant, seeds, days, seed: 0, closures, vaccination, isolation, threads };
+        let cfg =
+            SeirConfig { beta, variant, seeds, days, seed: 0, closures, vaccination, isolation, threads, keep_states };
         cfg.check(names.len()).map_err(|e| abm_err(&t, e))?;
         let agents = match &source {
             // One streaming pass that stores nothing; every rank reads its own share at run time.
@@ -389,6 +391,68 @@ impl AbmSetup {
             Source::Synthetic(spec) => LocalPopulation::synthetic(comm, spec, self.agents, s)?,
             Source::File(p) => LocalPopulation::read(comm, p, Some(self.agents), self.strict)?,
         })
+    }
+}
+
+/// Bytes per agent a rank holds while it builds and runs, as a function of
+/// the mean degree: 4 bytes per contact and 1 per layer label, 12 per agent
+/// for row offsets, states and schedules, and a tenth more (the measured
+/// peak RSS at 10⁸ agents and a mean degree of 11.6 is 71 bytes per agent;
+/// this gives 77).
+fn bytes_per_agent(mean_degree: f64, layered: bool) -> f64 {
+    (mean_degree * if layered { 5.0 } else { 4.0 } + 12.0) * 1.1
+}
+
+/// Memory the kernel says is available, in bytes (Linux; `None` elsewhere).
+fn mem_available() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    line.split_whitespace().nth(1)?.parse::<u64>().ok().map(|kb| kb * 1024)
+}
+
+impl AbmSetup {
+    /// The mean degree expected of the population (exact for ER, from the
+    /// parameters for a synthetic one, from the file size for a file).
+    fn expected_degree(&self) -> f64 {
+        match &self.source {
+            Source::ErdosRenyi(c) => *c,
+            // Households (~1.6), classes and teams (8.0 at the defaults 20 and 10: 11.6 in all, as measured), community.
+            Source::Synthetic(s) => {
+                1.6 + 0.57 * (s.class_size + s.team_size).saturating_sub(2) as f64 / 2.0 + s.community_degree
+            }
+            Source::File(p) => {
+                let bytes = std::fs::metadata(p).map_or(0, |m| m.len()) as f64;
+                // u32 pairs are 8 bytes per edge; text and METIS take more, so for them this errs high.
+                let edges = bytes / 8.0;
+                2.0 * edges / self.agents.max(1) as f64
+            }
+        }
+    }
+
+    /// Refuses, on every rank alike, a population whose share would not fit
+    /// in the memory this machine has available (the ranks of one machine
+    /// share it: all of them on the threads backend, `OMPI_COMM_WORLD_LOCAL_SIZE` under MPI).
+    pub fn check_memory<C: Comm>(&self, comm: &C) -> Result<()> {
+        let per = bytes_per_agent(self.expected_degree(), matches!(self.source, Source::Synthetic(_)));
+        let local_ranks = if comm.backend() == "threads" {
+            comm.size()
+        } else {
+            std::env::var("OMPI_COMM_WORLD_LOCAL_SIZE").ok().and_then(|v| v.parse().ok()).unwrap_or(1)
+        };
+        let need = per * self.agents as f64 / comm.size() as f64 * local_ranks as f64;
+        let have = mem_available().unwrap_or(u64::MAX);
+        let short = u64::from(need > have as f64);
+        if comm.all_reduce(&[short], ReduceOp::Max)?[0] == 1 {
+            anyhow::bail!(
+                "abm.agents: {} agents need about {:.1} GB on this machine ({per:.0} bytes per agent at a mean degree of {:.1}, {local_ranks} of {} rank(s) here), but {:.1} GB are available; run on more machines (each rank holds only its share) or with fewer agents",
+                self.agents,
+                need / 1e9,
+                self.expected_degree(),
+                comm.size(),
+                have as f64 / 1e9
+            );
+        }
+        Ok(())
     }
 }
 
@@ -484,6 +548,7 @@ pub fn simulate_resilient<C: Comm>(
     ck: Option<&mut parsim::ckpt::Checkpointer<'_, C>>,
     slow: Option<(usize, f64)>,
 ) -> Result<Simulated> {
+    setup.check_memory(comm)?;
     comm.barrier()?;
     let t0 = Instant::now();
     // Every rank builds only its own block of agents.
@@ -677,6 +742,9 @@ pub fn run<C: Comm>(
             print_verify(theory.as_ref(), &o, res, &cfg);
         }
     }
+    if cfg.keep_states && ctx.outputs {
+        write_states(comm, &out.join("states"), res)?;
+    }
     let mut outcome: parsim::Outcome = ModelOutput { digest: res.digest, metrics }.into();
     if let Some((lb, eff)) = &sim.lb {
         outcome = outcome.metric("efficiency", *eff).section("lb", serde_json::to_value(lb).unwrap_or(Value::Null));
@@ -688,6 +756,40 @@ pub fn run<C: Comm>(
         }
     }
     Ok(outcome)
+}
+
+/// Every rank writes its own agents' final states to `dir/rank-RRRRR.bin`
+/// (7-byte little-endian records: u32 agent id, u8 state S/E/I/R/V = 0..4,
+/// u16 infection day, 65535 for never; ascending id) and rank 0 writes
+/// `dir/manifest.json` naming the pieces. No rank gathers the states.
+fn write_states<C: Comm>(comm: &C, dir: &Path, res: &SeirResult) -> Result<()> {
+    let _io = comm.clock().enter(Phase::Io);
+    std::fs::create_dir_all(dir).map_err(|e| anyhow::anyhow!("creating {}: {e}", dir.display()))?;
+    let name = format!("rank-{:05}.bin", comm.rank());
+    let mut bytes = Vec::with_capacity(7 * res.states.len());
+    for &(id, st, day) in &res.states {
+        bytes.extend_from_slice(&id.to_le_bytes());
+        bytes.push(st);
+        bytes.extend_from_slice(&day.to_le_bytes());
+    }
+    write_atomic(&dir.join(&name), &bytes)?;
+    let counts = comm.gather(0, vec![res.states.len() as u64])?;
+    if let Some(counts) = counts {
+        let pieces: Vec<Value> = counts
+            .iter()
+            .enumerate()
+            .map(|(r, c)| json!({"rank": r, "file": format!("rank-{r:05}.bin"), "agents": c[0]}))
+            .collect();
+        let manifest = json!({
+            "format": "parsim-agent-states-v1",
+            "record": "u32 agent id, u8 state (0 S, 1 E, 2 I, 3 R, 4 V), u16 infection day (65535: never); little-endian, 7 bytes, ascending id within a piece",
+            "agents": res.agents,
+            "digest": res.digest.to_string(),
+            "pieces": pieces,
+        });
+        write_atomic(&dir.join("manifest.json"), serde_json::to_string_pretty(&manifest)?.as_bytes())?;
+    }
+    Ok(())
 }
 
 fn print_verify(theory: Option<&Theory>, o: &Outcome, res: &SeirResult, cfg: &SeirConfig) {

@@ -237,3 +237,51 @@ fn the_balanced_epidemic_under_mpirun_equals_threads() {
         assert!(got["lb"]["rebalances"].as_u64() > Some(0));
     }
 }
+
+#[test]
+fn final_states_are_written_per_rank_with_a_manifest() {
+    let dir = tmp("epi-states");
+    let out = dir.join("o");
+    let s = run("scenarios/epidemic.toml", 3, &["--set", "abm.write_states=true"], &out);
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("states/manifest.json")).unwrap()).unwrap();
+    assert_eq!(m["digest"], s["digest"]);
+    let pieces = m["pieces"].as_array().unwrap();
+    assert_eq!(pieces.len(), 3);
+    let mut ids = Vec::new();
+    let mut ever = 0u64;
+    for p in pieces {
+        let bytes = std::fs::read(out.join("states").join(p["file"].as_str().unwrap())).unwrap();
+        assert_eq!(bytes.len() as u64, 7 * p["agents"].as_u64().unwrap());
+        for r in bytes.chunks_exact(7) {
+            ids.push(u32::from_le_bytes(r[..4].try_into().unwrap()));
+            assert!(r[4] <= 4, "state {}", r[4]);
+            ever += u64::from(u16::from_le_bytes(r[5..].try_into().unwrap()) != u16::MAX);
+        }
+    }
+    // Every agent once, in rank order = id order (block partition); the infected count is the attack rate's.
+    assert_eq!(ids, (0..30_000).collect::<Vec<u32>>());
+    let attack = s["metrics"]["attack_rate"].as_f64().unwrap();
+    assert!((ever as f64 / 30_000.0 - attack).abs() < 1e-9, "{ever} infected, attack rate {attack}");
+    assert!(s["metrics"]["bytes_per_agent"].as_f64().unwrap() > 0.0);
+    assert!(s["metrics"]["setup_s"].is_number());
+}
+
+#[test]
+fn a_population_that_cannot_fit_is_refused_up_front_with_the_estimate() {
+    let dir = tmp("epi-huge");
+    let t0 = std::time::Instant::now();
+    let o = parsim(&[
+        "run",
+        "scenarios/epidemic.toml",
+        "--set",
+        "abm.agents=4000000000",
+        "--out",
+        dir.join("o").to_str().unwrap(),
+    ]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    // Found by the ranks (they know how many share this machine): a run failure, exit 1.
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(e.contains("abm.agents") && e.contains("GB") && e.contains("available"), "{e}");
+    assert!(t0.elapsed().as_secs() < 30, "refused only after {:?}", t0.elapsed());
+}

@@ -1,7 +1,7 @@
 //! Building a rank's view from its own rows (global ids), with no array
 //! sized by the whole graph.
 
-use super::{DistGraph, Offsets};
+use super::{DistGraph, GhostTable, Offsets};
 use crate::csr::Csr;
 use crate::error::{GraphError, Result};
 
@@ -154,6 +154,8 @@ impl DistGraph {
         let mut ghost_ids: Vec<u32> = adj.iter().copied().filter(|&u| owned.local(u).is_none()).collect();
         ghost_ids.sort_unstable();
         ghost_ids.dedup();
+        ghost_ids.shrink_to_fit();
+        let ghost_table = GhostTable::new(&ghost_ids);
         // Rows to local ids, owned neighbours first (both parts keep global id order).
         let mut cut = 0usize;
         let mut tmp: Vec<(u32, f64, u8)> = Vec::new();
@@ -184,7 +186,7 @@ impl DistGraph {
                         at += 1;
                     }
                     None => {
-                        let j = ghost_ids.binary_search(&u).expect("a ghost");
+                        let j = ghost_table.find(&ghost_ids, u).expect("a ghost");
                         tmp.push(((n_owned + j) as u32, w, l));
                     }
                 }
@@ -234,6 +236,13 @@ impl DistGraph {
             bnd.push(i as u32);
             bxadj.push(bent.len() as u32);
         }
+        // One neighbouring rank: its lists are implicit (see DistGraph).
+        let ghost_peer = if peers.len() == 1 {
+            (send, bxadj, bent) = (vec![Vec::new()], Vec::new(), Vec::new());
+            Vec::new()
+        } else {
+            ghost_peer
+        };
         let (base, owned_ids) = match owned {
             Owned::Block(lo, _) => (Some(lo), Vec::new()),
             Owned::List(v) => (None, v),
@@ -246,6 +255,7 @@ impl DistGraph {
             base: base.filter(|_| n_owned > 0),
             owned_ids,
             ghost_ids,
+            ghost_table,
             xadj: Offsets::from_wide(xadj),
             adj,
             weight,

@@ -44,7 +44,8 @@ impl DistGraph {
             )));
         }
         // The new owners of the ghosts, from their current owners.
-        let out: Vec<Vec<u32>> = self.send.iter().map(|s| s.iter().map(|&i| owner[i as usize]).collect()).collect();
+        let out: Vec<Vec<u32>> =
+            (0..self.peers.len()).map(|q| self.send_list(q).iter().map(|&i| owner[i as usize]).collect()).collect();
         let got = self.exchange(comm, TAG_NEW_OWNERS, out)?;
         let mut ghost_new = vec![0u32; self.ghosts()];
         for (q, vals) in got.iter().enumerate() {

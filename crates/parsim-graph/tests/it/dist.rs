@@ -60,7 +60,7 @@ fn shape(d: &DistGraph) -> Shape {
         .map(|i| {
             let mut row: Vec<(u32, u8)> = d.row(i).map(|e| (d.global(d.adj_at(e) as usize), d.layer_at(e))).collect();
             row.sort_unstable();
-            let at = d.ghosted_at(i).iter().map(|&(q, pos)| (d.peers()[q as usize], pos)).collect();
+            let at = d.ghosted_at(i).map(|(q, pos)| (d.peers()[q as usize], pos)).collect();
             (d.global(i), row, at)
         })
         .collect()
