@@ -181,7 +181,8 @@ step "capability: every process builds only its share (4·10⁶ agents, 1 proces
 rss_of() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(max(d['peak_rss_bytes']))" "$1/summary.json"; }
 target/release/parsim run scenarios/epidemic.toml --ranks 1 --set abm.agents=4000000 --out target/ci/cap1 >/dev/null
 mpirun_ -n 2 target/release/parsim run scenarios/epidemic.toml --backend mpi --set abm.agents=4000000 \
-  --set abm.write_states=true --out target/ci/cap2 >/dev/null
+  --set abm.write_states=true --out target/ci/cap2 > target/ci/cap2.txt
+grep "memory: peak RSS per process .* GB, .* GB" target/ci/cap2.txt || { echo "no per-process peak RSS line"; exit 1; }
 [ "$(digest_of target/ci/cap1)" = "$(digest_of target/ci/cap2)" ] || { echo "capability run: digests differ"; exit 1; }
 one=$(rss_of target/ci/cap1); two=$(rss_of target/ci/cap2)
 echo "peak RSS: 1 process $one bytes, each of 2 processes at most $two bytes"

@@ -15,9 +15,11 @@ use crate::error::Result;
 mod build;
 mod local;
 mod moves;
+mod refine;
 
 pub use build::{Owned, Rows};
 pub use local::{block_owner, block_range, exchange_in_rounds, Sink};
+pub use refine::Propagated;
 
 /// A rank's part of a partitioned graph: owned vertices, ghosts and exchange lists.
 ///

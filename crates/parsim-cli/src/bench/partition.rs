@@ -79,6 +79,60 @@ fn gpmetis(path: &Path, g: &Graph, k: usize, tmp: &Path, reps: usize) -> Result<
     Ok(Some((cut, median(times), m.balanced)))
 }
 
+/// Distributed label propagation (`DistGraph::label_propagation`: no rank
+/// holds the graph) at p = K ranks on the threads backend, from the id
+/// blocks: its cut against the sequential multilevel cut of the same K, the
+/// wall time of the propagation, and the largest rank's graph bytes against
+/// one rank's.
+fn distributed(files: &[PathBuf], rows: &[Row]) -> Result<()> {
+    use parsim_comm::Comm;
+    use parsim_graph::{block_owner, Csr, DistGraph};
+    println!("\ndistributed label propagation from id blocks, K = p ranks (threads), ε = 3 %");
+    println!(
+        "{:>22} {:>3} {:>9} {:>9} {:>8} {:>7} {:>9} {:>8}",
+        "graph", "K", "block cut", "dlp cut", "ml cut", "dlp/ml", "dlp s", "bytes/p1"
+    );
+    let mut ratios: Vec<(usize, f64)> = Vec::new();
+    for f in files {
+        let name = f.file_name().and_then(|n| n.to_str()).unwrap_or("").to_string();
+        let g = Csr::from_graph(&io::read_graph(f)?);
+        if g.weight.is_some() {
+            continue; // label propagation counts edges, not weights
+        }
+        let n = g.n();
+        let one = DistGraph::build(0, 1, &g, &vec![0; n])?.bytes();
+        for k in [2usize, 4] {
+            let Some(ml) = rows.iter().find(|r| r.k == k && r.graph == name) else { continue };
+            let owner: Vec<u32> = (0..n as u32).map(|v| block_owner(n, k, v)).collect();
+            let got = parsim_comm::launch(k, |comm| {
+                let d = DistGraph::build(comm.rank(), k, &g, &owner)?;
+                comm.barrier()?;
+                let t = Instant::now();
+                let p = d.label_propagation(&comm, k, 0.03, 20)?;
+                let secs = t.elapsed().as_secs_f64();
+                Ok::<_, parsim_graph::GraphError>((p, secs, d.bytes()))
+            })
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+            let (p, secs, _) = &got[0];
+            let bytes = got.iter().map(|x| x.2).max().unwrap_or(0);
+            let ratio = p.cut.1.max(1) as f64 / ml.cut.max(1) as f64;
+            ratios.push((k, ratio));
+            println!(
+                "{name:>22} {k:>3} {:>9} {:>9} {:>8} {ratio:>7.3} {secs:>9.4} {:>8.3}",
+                p.cut.0,
+                p.cut.1,
+                ml.cut,
+                bytes as f64 / one as f64
+            );
+        }
+    }
+    for k in [2usize, 4] {
+        let v: Vec<f64> = ratios.iter().filter(|r| r.0 == k).map(|r| r.1).collect();
+        println!("K = p = {k}: geometric mean of dlp cut / multilevel cut {:.3} over {} graphs", geomean(&v), v.len());
+    }
+    Ok(())
+}
+
 fn geomean(v: &[f64]) -> f64 {
     if v.is_empty() {
         return f64::NAN;
@@ -219,6 +273,7 @@ pub fn run(dir: PathBuf, out: PathBuf, quick: bool, reps: usize) -> Result<()> {
             );
         }
     }
+    distributed(&files, &rows)?;
     let unbalanced = rows.iter().filter(|r| r.metis_balanced == Some(false)).count();
     println!("gpmetis partitions over the (1+ε)·⌈W/k⌉ limit: {unbalanced} of {}", rows.len());
     write_atomic(&out, serde_json::to_string_pretty(&rows)?.as_bytes())?;

@@ -37,7 +37,7 @@ pub enum Source {
 }
 
 /// How agents are given to ranks.
-const PARTITIONERS: [&str; 7] = ["block", "hash", "multilevel", "lp", "ldg", "fennel", "spectral"];
+const PARTITIONERS: [&str; 8] = ["block", "hash", "dlp", "multilevel", "lp", "ldg", "fennel", "spectral"];
 
 /// A validated `[abm]` table.
 #[derive(Clone, Debug)]
@@ -508,15 +508,18 @@ pub fn simulate<C: Comm>(comm: &C, setup: &AbmSetup, seed: u64, show_progress: b
 }
 
 /// Moves the agents to the partition `how` asks for: `block` keeps the
-/// construction's blocks, `hash` scatters by id, and a sequential method
-/// (multilevel, lp, ldg, fennel, spectral) partitions the graph gathered on
-/// rank 0 — the only rank that ever holds it whole.
+/// construction's blocks, `hash` scatters by id, `dlp` improves the blocks
+/// by distributed label propagation (no rank holds the graph), and a
+/// sequential method (multilevel, lp, ldg, fennel, spectral) partitions the
+/// graph gathered on rank 0 — the only rank that ever holds it whole.
 fn place<C: Comm>(comm: &C, local: LocalPopulation, how: &str, seed: u64) -> Result<LocalPopulation> {
     let p = comm.size();
     if p == 1 || how == "block" {
         return Ok(local);
     }
-    let owner: Vec<u32> = if how == "hash" {
+    let owner: Vec<u32> = if how == "dlp" {
+        local.graph.label_propagation(comm, p, 0.03, 20)?.part
+    } else if how == "hash" {
         let g = &local.graph;
         (0..g.owned())
             .map(|i| ((u64::from(g.global(i)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) % p as u64) as u32)
@@ -699,6 +702,8 @@ pub fn run<C: Comm>(
             "generation_interval": th.generation_interval,
         });
     }
+    // Every process's peak RSS (on the threads backend the ranks share one).
+    let rss = comm.all_gather(vec![parsim::peak_rss().unwrap_or(0)])?;
     if comm.rank() == 0 && ctx.outputs {
         let _io = comm.clock().enter(Phase::Io);
         std::fs::create_dir_all(out).map_err(|e| anyhow::anyhow!("creating {}: {e}", out.display()))?;
@@ -735,6 +740,18 @@ pub fn run<C: Comm>(
                 res.transmission_checks as f64 / sim.times[3] / 1e6,
                 sim.cut_edges,
                 bytes as f64 / days
+            );
+            let procs: Vec<String> = if comm.backend() == "threads" {
+                vec![format!("{:.2} GB", rss[0][0] as f64 / 1e9)]
+            } else {
+                rss.iter().map(|r| format!("{:.2} GB", r[0] as f64 / 1e9)).collect()
+            };
+            println!(
+                "  memory: peak RSS per process {} ({:.1} bytes per agent in all); graph and state {:.1} bytes per agent; built in {:.2} s",
+                procs.join(", "),
+                if comm.backend() == "threads" { rss[0][0] } else { rss.iter().map(|r| r[0]).sum() } as f64 / n,
+                sim.max_rank_bytes as f64 * comm.size() as f64 / n,
+                sim.times[0] + sim.times[1] + sim.times[2]
             );
             println!("  curve → {}, plot → {}", out.join("curve.csv").display(), out.join("epidemic.png").display());
         }

@@ -113,3 +113,68 @@ fn a_generator_naming_a_vertex_beyond_the_graph_is_refused_on_every_rank() {
     .unwrap();
     assert!(got.iter().all(|m| m.contains("beyond the graph")), "{got:?}");
 }
+
+/// A 2-D grid of `side`² vertices whose ids are shuffled (so id blocks are scattered).
+fn shuffled_grid(side: u32, seed: u64) -> Csr {
+    let n = side * side;
+    let mut perm: Vec<u32> = (0..n).collect();
+    let mut s = parsim_core::rng::StreamKey::new(seed).purpose("test").stream();
+    for i in (1..n as usize).rev() {
+        perm.swap(i, s.below(i as u64 + 1) as usize);
+    }
+    let mut pairs = Vec::new();
+    for y in 0..side {
+        for x in 0..side {
+            let v = perm[(y * side + x) as usize];
+            if x + 1 < side {
+                pairs.push((v, perm[(y * side + x + 1) as usize]));
+            }
+            if y + 1 < side {
+                pairs.push((v, perm[((y + 1) * side + x) as usize]));
+            }
+        }
+    }
+    Csr::from_pairs(n as usize, pairs, None).0
+}
+
+#[test]
+fn distributed_label_propagation_is_valid_balanced_reproducible_and_cuts_less() {
+    let g = shuffled_grid(60, 4);
+    let n = g.n();
+    for ranks in [1usize, 2, 3, 4] {
+        let owner: Vec<u32> = (0..n as u32).map(|v| parsim_graph::block_owner(n, ranks, v)).collect();
+        let once = || {
+            parsim_comm::launch(ranks, |comm| {
+                let d = DistGraph::build(comm.rank(), ranks, &g, &owner)?;
+                let p = d.label_propagation(&comm, 4, 0.03, 30)?;
+                let ids = d.owned_ids().to_vec();
+                Ok::<_, parsim_graph::GraphError>((ids, p))
+            })
+            .unwrap()
+        };
+        let (a, b) = (once(), once());
+        assert_eq!(a.iter().map(|x| &x.1).collect::<Vec<_>>(), b.iter().map(|x| &x.1).collect::<Vec<_>>());
+        let mut part = vec![u32::MAX; n];
+        for (ids, p) in &a {
+            for (&v, &x) in ids.iter().zip(&p.part) {
+                part[v as usize] = x;
+            }
+        }
+        assert!(part.iter().all(|&x| x < 4), "every vertex in a part");
+        let mut size = [0usize; 4];
+        for &x in &part {
+            size[x as usize] += 1;
+        }
+        let cap = (1.03 * n as f64 / 4.0).ceil() as usize;
+        assert!(size.iter().all(|&s| s <= cap && s > 0), "{ranks} ranks: sizes {size:?}, cap {cap}");
+        // The reported cut is the partition's.
+        let cut = (0..n)
+            .flat_map(|v| g.neighbours(v).iter().map(move |&u| (v, u as usize)))
+            .filter(|&(v, u)| part[v] != part[u])
+            .count()
+            / 2;
+        let (before, after) = a[0].1.cut;
+        assert_eq!(after as usize, cut);
+        assert!((after as f64) < 0.5 * before as f64, "{ranks} ranks: cut {before} → {after}");
+    }
+}
