@@ -4,26 +4,25 @@
 //! spec's analytic predictions for the actual graph beside the simulation.
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use anyhow::Result;
 use parsim_abm::population::{LocalPopulation, Synthetic};
 use parsim_abm::report::{self, Outcome};
 use parsim_abm::theory::Theory;
-use parsim_abm::{seir, AbmError, Closure, Isolation, Layer, SeirConfig, SeirResult, Vaccination, Variant};
-use parsim_comm::{Comm, ReduceOp};
+use parsim_abm::{AbmError, Closure, Isolation, SeirConfig, SeirResult, Vaccination, Variant};
+use parsim_comm::Comm;
 use parsim_core::Phase;
-use parsim_graph::{BuildStats, Csr};
-use parsim_partition::{Config, Method, Partitioner};
 use serde_json::{json, Value};
 use toml::Value as Toml;
 
 use super::{ModelOutput, RunContext};
 use parsim::write_atomic;
-use parsim::Progress;
 
 use crate::report::epidemic_plot;
+
+mod simulate;
 use parsim::{InputError, Scenario, Section};
+pub use simulate::{simulate, simulate_resilient, Simulated};
 
 /// Where the contact network comes from.
 #[derive(Clone, Debug, PartialEq)]
@@ -392,248 +391,6 @@ impl AbmSetup {
             Source::File(p) => LocalPopulation::read(comm, p, Some(self.agents), self.strict)?,
         })
     }
-}
-
-/// Bytes per agent a rank holds while it builds and runs, as a function of
-/// the mean degree: 4 bytes per contact and 1 per layer label, 12 per agent
-/// for row offsets, states and schedules, and a tenth more (the measured
-/// peak RSS at 10⁸ agents and a mean degree of 11.6 is 71 bytes per agent;
-/// this gives 77).
-fn bytes_per_agent(mean_degree: f64, layered: bool) -> f64 {
-    (mean_degree * if layered { 5.0 } else { 4.0 } + 12.0) * 1.1
-}
-
-/// Memory the kernel says is available, in bytes (Linux; `None` elsewhere).
-fn mem_available() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    line.split_whitespace().nth(1)?.parse::<u64>().ok().map(|kb| kb * 1024)
-}
-
-impl AbmSetup {
-    /// The mean degree expected of the population (exact for ER, from the
-    /// parameters for a synthetic one, from the file size for a file).
-    fn expected_degree(&self) -> f64 {
-        match &self.source {
-            Source::ErdosRenyi(c) => *c,
-            // Households (~1.6), classes and teams (8.0 at the defaults 20 and 10: 11.6 in all, as measured), community.
-            Source::Synthetic(s) => {
-                1.6 + 0.57 * (s.class_size + s.team_size).saturating_sub(2) as f64 / 2.0 + s.community_degree
-            }
-            Source::File(p) => {
-                let bytes = std::fs::metadata(p).map_or(0, |m| m.len()) as f64;
-                // u32 pairs are 8 bytes per edge; text and METIS take more, so for them this errs high.
-                let edges = bytes / 8.0;
-                2.0 * edges / self.agents.max(1) as f64
-            }
-        }
-    }
-
-    /// Refuses, on every rank alike, a population whose share would not fit
-    /// in the memory this machine has available (the ranks of one machine
-    /// share it: all of them on the threads backend, `OMPI_COMM_WORLD_LOCAL_SIZE` under MPI).
-    pub fn check_memory<C: Comm>(&self, comm: &C) -> Result<()> {
-        let per = bytes_per_agent(self.expected_degree(), matches!(self.source, Source::Synthetic(_)));
-        let local_ranks = if comm.backend() == "threads" {
-            comm.size()
-        } else {
-            std::env::var("OMPI_COMM_WORLD_LOCAL_SIZE").ok().and_then(|v| v.parse().ok()).unwrap_or(1)
-        };
-        let need = per * self.agents as f64 / comm.size() as f64 * local_ranks as f64;
-        let have = mem_available().unwrap_or(u64::MAX);
-        let short = u64::from(need > have as f64);
-        if comm.all_reduce(&[short], ReduceOp::Max)?[0] == 1 {
-            anyhow::bail!(
-                "abm.agents: {} agents need about {:.1} GB on this machine ({per:.0} bytes per agent at a mean degree of {:.1}, {local_ranks} of {} rank(s) here), but {:.1} GB are available; run on more machines (each rank holds only its share) or with fewer agents",
-                self.agents,
-                need / 1e9,
-                self.expected_degree(),
-                comm.size(),
-                have as f64 / 1e9
-            );
-        }
-        Ok(())
-    }
-}
-
-/// The owner of every vertex of `g` for `ranks` ranks, by a sequential partitioner.
-pub fn partition(g: &Csr, how: &str, ranks: usize, seed: u64) -> Result<Vec<u32>> {
-    let n = g.n();
-    if ranks == 1 {
-        return Ok(vec![0; n]);
-    }
-    let method = Method::parse(how).ok_or_else(|| anyhow::anyhow!("unknown partitioner {how}"))?;
-    let cfg = Config { seed, ..Config::new(ranks) };
-    Ok(method.partition(&g.to_partition_graph(), &cfg)?.0)
-}
-
-/// What every rank knows about the whole population.
-#[derive(Clone, Debug)]
-pub struct Facts {
-    /// Agents.
-    pub agents: usize,
-    /// Undirected contacts.
-    pub edges: u64,
-    /// The contact layers.
-    pub layers: Vec<Layer>,
-    /// Self-loops and repeated pairs dropped while building.
-    pub dropped: BuildStats,
-    /// Agents per degree.
-    pub degree_counts: Vec<u64>,
-}
-
-/// One simulation and its timings.
-pub struct Simulated {
-    /// The result (equal on every rank).
-    pub result: SeirResult,
-    /// The population.
-    pub population: Facts,
-    /// Seconds: population, partition, local graph, simulation.
-    pub times: [f64; 4],
-    /// Cut edges (each once), all ranks.
-    pub cut_edges: u64,
-    /// Bytes all ranks sent during the simulation.
-    pub bytes_sent: u64,
-    /// Bytes of the local graphs of all ranks.
-    pub local_graph_bytes: u64,
-    /// Bytes of the largest rank's graph and epidemic state.
-    pub max_rank_bytes: u64,
-    /// What balancing did and the mean efficiency (mean / max compute per day), when balanced.
-    pub lb: Option<(parsim_lb::Stats, f64)>,
-}
-
-/// Builds this rank's share of the population, partitions it, and runs the epidemic.
-pub fn simulate<C: Comm>(comm: &C, setup: &AbmSetup, seed: u64, show_progress: bool) -> Result<Simulated> {
-    simulate_resilient(comm, setup, seed, show_progress, None, None)
-}
-
-/// Moves the agents to the partition `how` asks for: `block` keeps the
-/// construction's blocks, `hash` scatters by id, `dlp` improves the blocks
-/// by distributed label propagation (no rank holds the graph), and a
-/// sequential method (multilevel, lp, ldg, fennel, spectral) partitions the
-/// graph gathered on rank 0 — the only rank that ever holds it whole.
-fn place<C: Comm>(comm: &C, local: LocalPopulation, how: &str, seed: u64) -> Result<LocalPopulation> {
-    let p = comm.size();
-    if p == 1 || how == "block" {
-        return Ok(local);
-    }
-    let owner: Vec<u32> = if how == "dlp" {
-        local.graph.label_propagation(comm, p, 0.03, 20)?.part
-    } else if how == "hash" {
-        let g = &local.graph;
-        (0..g.owned())
-            .map(|i| ((u64::from(g.global(i)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) % p as u64) as u32)
-            .collect()
-    } else {
-        let whole = local.graph.gather(comm, 0)?;
-        let all = match whole {
-            Some(g) => partition(&g, how, p, seed),
-            None => Ok(Vec::new()),
-        };
-        // Every rank learns whether rank 0's partitioner failed.
-        let failed = comm.broadcast(0, vec![u8::from(all.is_err())])?[0] == 1;
-        let all = match all {
-            Err(e) => return Err(e),
-            Ok(_) if failed => anyhow::bail!("rank 0 could not partition the population"),
-            Ok(a) => a,
-        };
-        local.graph.scatter_owned(comm, 0, &all)?
-    };
-    Ok(local.repartition(comm, &owner)?)
-}
-
-/// [`simulate`] with checkpoints at day boundaries (and restart, faults).
-pub fn simulate_resilient<C: Comm>(
-    comm: &C,
-    setup: &AbmSetup,
-    seed: u64,
-    show_progress: bool,
-    ck: Option<&mut parsim::ckpt::Checkpointer<'_, C>>,
-    slow: Option<(usize, f64)>,
-) -> Result<Simulated> {
-    setup.check_memory(comm)?;
-    comm.barrier()?;
-    let t0 = Instant::now();
-    // Every rank builds only its own block of agents.
-    let local = {
-        let _c = comm.clock().enter(Phase::Compute);
-        setup.build_local(comm, seed)?
-    };
-    comm.barrier()?;
-    let t_pop = t0.elapsed().as_secs_f64();
-    let t1 = Instant::now();
-    // Balanced: chunks of consecutive agents on the balancer's initial map.
-    let mut balancer = match setup.lb.as_ref() {
-        Some((lb, chunk)) => {
-            let chunks = seir::Balance::chunks_local(comm, &local.graph, *chunk)?;
-            Some(parsim_lb::Balancer::new(lb.clone(), chunks, comm.size(), seed))
-        }
-        None => None,
-    };
-    let mut bal = balancer.as_mut().map(|b| {
-        let mut bal = seir::Balance::new(b, setup.lb.as_ref().map_or(1, |l| l.1));
-        bal.slow = slow;
-        bal
-    });
-    let local = match &bal {
-        Some(b) => {
-            let g = &local.graph;
-            let owner: Vec<u32> = (0..g.owned()).map(|i| b.owner[(g.global(i) / b.chunk) as usize]).collect();
-            local.repartition(comm, &owner)?
-        }
-        None => place(comm, local, &setup.partitioner, seed)?,
-    };
-    let t_part = t1.elapsed().as_secs_f64();
-    let t2 = Instant::now();
-    let facts = Facts {
-        agents: local.agents(),
-        edges: local.edges,
-        layers: local.layers.clone(),
-        dropped: local.dropped,
-        degree_counts: local.degree_counts(comm)?,
-    };
-    let g = &local.graph;
-    let layout = {
-        let _c = comm.clock().enter(Phase::Compute);
-        seir::Layout::new(g)
-    };
-    let cut = comm.all_reduce(&[g.cut_edges() as u64], ReduceOp::Sum)?[0] / 2;
-    let t_local = t2.elapsed().as_secs_f64();
-    let cfg = SeirConfig { seed, ..setup.cfg.clone() };
-    let bytes0 = comm.clock().report().traffic().bytes_sent;
-    comm.barrier()?;
-    let t3 = Instant::now();
-    let mut bar = Progress::new("days", u64::from(cfg.days), !show_progress || comm.rank() != 0)
-        .every(std::time::Duration::from_millis(500));
-    if let Some(r) = ck.as_ref().and_then(|c| c.restarting()) {
-        bar.set(r.manifest.boundary);
-    }
-    let mut report = |d: u32, _days: u32, _c: &parsim_abm::DayCounts| bar.set(u64::from(d));
-    let result = match bal.as_mut() {
-        Some(b) => seir::run_balanced(comm, &local.layers, g, &cfg, Some(&mut report), ck, b),
-        None => seir::run_resilient(comm, &local.layers, &layout, &cfg, Some(&mut report), ck),
-    };
-    bar.finish();
-    let result = result?;
-    let efficiency = bal.map(|b| b.efficiency);
-    let lb = balancer.zip(efficiency).map(|(b, e)| (b.stats().clone(), e));
-    comm.barrier()?;
-    let t_sim = t3.elapsed().as_secs_f64();
-    // The graph, the layout and the per-agent state (a byte of state, two of infection day).
-    let held = (g.bytes() + layout.bytes() + 3 * g.owned()) as u64;
-    let mine = [comm.clock().report().traffic().bytes_sent - bytes0, (g.bytes() + layout.bytes()) as u64];
-    let sums = comm.all_reduce(&mine, ReduceOp::Sum)?;
-    let max_rank_bytes = comm.all_reduce(&[held], ReduceOp::Max)?[0];
-    Ok(Simulated {
-        result,
-        population: facts,
-        times: [t_pop, t_part, t_local, t_sim],
-        cut_edges: cut,
-        bytes_sent: sums[0],
-        local_graph_bytes: sums[1],
-        max_rank_bytes,
-        lb,
-    })
 }
 
 /// Runs the epidemic; rank 0 writes `curve.csv` and `epidemic.png` in `out`.
