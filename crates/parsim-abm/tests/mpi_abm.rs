@@ -4,7 +4,9 @@
 //! each compared with a 1-rank run on the threads backend in this process;
 //! and populations built in shares (each process generates or reads only its
 //! own block: synthetic, ER, a text edge list, u32 pairs, METIS), then
-//! repartitioned by hash, against the same 1-rank digests.
+//! repartitioned by hash, label propagation and the parallel multilevel
+//! partitioner (whose parts must equal the threads backend's), against the
+//! same 1-rank digests.
 //!
 //! ```text
 //! mpirun -n 2 $(scripts/mpi-test-bin.sh parsim-abm mpi_abm)
@@ -63,15 +65,41 @@ fn check_local<C: Comm>(
     let again = seir::run(comm, &moved.layers, &moved.graph, cfg, None).map_err(|e| e.to_string())?.digest.to_string();
     // Distributed label propagation (from id blocks) on the hashed layout, and the rows moved again.
     let lp = moved.graph.label_propagation(comm, comm.size(), 0.03, 10).map_err(|e| e.to_string())?;
-    let placed = moved.repartition(comm, &lp.part).map_err(|e| e.to_string())?;
+    let placed = moved.clone().repartition(comm, &lp.part).map_err(|e| e.to_string())?;
     let third =
         seir::run(comm, &placed.layers, &placed.graph, cfg, None).map_err(|e| e.to_string())?.digest.to_string();
-    for (how, d) in [("blocks", got), ("hash-repartitioned", again), ("label-propagated", third)] {
+    // The parallel multilevel partitioner on the hashed layout: the same
+    // parts as on the threads backend at as many ranks, then the rows moved.
+    let p = comm.size();
+    let dml = moved.graph.multilevel(comm, p, 0.03, 5).map_err(|e| e.to_string())?;
+    let pairs =
+        |d: &DistGraph, part: &[u32]| -> Vec<u32> { (0..d.owned()).flat_map(|i| [d.global(i), part[i]]).collect() };
+    let mut here = comm.all_gather(pairs(&moved.graph, &dml.part)).map_err(|e| e.to_string())?.concat();
+    let hashed: Vec<u32> = (0..pop.agents() as u32).map(|v| v.wrapping_mul(2_654_435_761) % p as u32).collect();
+    let mut threads = launch(p, |c| {
+        let d = DistGraph::build(c.rank(), p, &pop.graph, &hashed)?;
+        let r = d.multilevel(&c, p, 0.03, 5)?;
+        Ok::<_, parsim_graph::GraphError>(pairs(&d, &r.part))
+    })
+    .map_err(|e| e.to_string())?
+    .concat();
+    let by_vertex = |v: &mut Vec<u32>| {
+        let mut x: Vec<[u32; 2]> = v.chunks_exact(2).map(|c| [c[0], c[1]]).collect();
+        x.sort_unstable();
+        x
+    };
+    if by_vertex(&mut here) != by_vertex(&mut threads) {
+        return Err(format!("{name}: the distributed multilevel parts differ from the threads backend's at {p} ranks"));
+    }
+    let placed = moved.repartition(comm, &dml.part).map_err(|e| e.to_string())?;
+    let fourth =
+        seir::run(comm, &placed.layers, &placed.graph, cfg, None).map_err(|e| e.to_string())?.digest.to_string();
+    for (how, d) in [("blocks", got), ("hash-repartitioned", again), ("label-propagated", third), ("dml", fourth)] {
         if d != want {
             return Err(format!("{name} built in shares, {how}: digest {d} != 1-rank {want}"));
         }
     }
-    Ok(3)
+    Ok(4)
 }
 
 /// The population written as a text edge list, u32 pairs and METIS (by rank 0).

@@ -320,6 +320,9 @@ enum BenchWhat {
         /// Repetitions of the default preset and of gpmetis (the median time is reported).
         #[arg(long, default_value_t = 3)]
         reps: usize,
+        /// Only the distributed partitioners' table (dlp, dml), over every graph.
+        #[arg(long)]
+        distributed: bool,
     },
     /// The SEIR epidemic on an Erdős–Rényi network (N = 10⁶, c = 10, variant A, 180 days) at 1 and 2 ranks.
     #[command(
@@ -538,8 +541,8 @@ fn main() -> ExitCode {
             })
         }
         Command::Bench { what: BenchWhat::Phold { out, quick, reps } } => bench::phold::run(out, quick, reps.max(1)),
-        Command::Bench { what: BenchWhat::Partition { dir, out, quick, reps } } => {
-            bench::partition::run(dir, out, quick, reps.max(1))
+        Command::Bench { what: BenchWhat::Partition { dir, out, quick, reps, distributed } } => {
+            bench::partition::run(dir, out, quick, reps.max(1), distributed)
         }
         Command::Bench { what: BenchWhat::Comm { ranks, backend, out, quick, fit } } => {
             parse_backend(&backend, "--backend").map_err(anyhow::Error::from).and_then(|b| {

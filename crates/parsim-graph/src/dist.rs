@@ -13,12 +13,16 @@ use parsim_comm::{wait_all, Comm, Pod, Request, Source, Tag, TagMatch};
 use crate::error::Result;
 
 mod build;
+mod contract;
+mod level;
 mod local;
 mod moves;
+mod multilevel;
 mod refine;
 
 pub use build::{Owned, Rows};
 pub use local::{block_owner, block_range, exchange_in_rounds, Sink};
+pub use multilevel::DistPartition;
 pub use refine::Propagated;
 
 /// A rank's part of a partitioned graph: owned vertices, ghosts and exchange lists.

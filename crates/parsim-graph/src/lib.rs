@@ -45,7 +45,9 @@ pub mod gas;
 pub mod pregel;
 
 pub use csr::{BuildStats, Csr};
-pub use dist::{block_owner, block_range, exchange_in_rounds, DistGraph, GhostedAt, Owned, Propagated, Rows, Sink};
+pub use dist::{
+    block_owner, block_range, exchange_in_rounds, DistGraph, DistPartition, GhostedAt, Owned, Propagated, Rows, Sink,
+};
 pub use error::{GraphError, Result};
 pub use gas::{CutGraph, GasProgram};
 pub use pregel::{Aggregate, Context, VertexProgram};

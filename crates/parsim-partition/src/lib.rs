@@ -40,7 +40,7 @@ pub mod vertex_cut;
 
 pub use error::{PartitionError, Result};
 pub use graph::Graph;
-pub use multilevel::{multilevel_kway, repartition};
+pub use multilevel::{coarsen_map, multilevel_kway, refine_kway, repartition};
 pub use partition::{metrics, Config, Limits, Metrics, Objective, Preset, FREE};
 pub use vertex_cut::{vertex_cut, EdgePartition, VertexCut};
 

@@ -516,3 +516,60 @@ pub fn repartition(g: &Graph, cfg: &Config, current: &[u32], alpha: i64) -> Resu
     let migrated = (0..g.n()).filter(|&v| parts[v] != current[v]).map(|v| g.weights(v)[0]).sum();
     Ok((parts, m, migrated))
 }
+
+/// Improves `parts` of `g` in place by k-way greedy passes and k-way FM
+/// (one vertex weight), keeping every part `p` at most `max[p]` (a part
+/// already over its limit may only lose weight) and never moving the
+/// vertices with `fixed[v] != FREE`. Returns the cut reduction. It is the
+/// building block of refinement done elsewhere, e.g. by each rank of a
+/// distributed partitioner on its own vertices with zero-weight pinned
+/// copies of its neighbours' vertices.
+///
+/// ```
+/// use parsim_partition::{refine_kway, Graph, FREE};
+/// // A path 0 - 1 - 2 - 3 cut three times; vertex 3 is pinned to part 1.
+/// let g = Graph::from_edges(4, &[(0, 1, 1), (1, 2, 1), (2, 3, 1)]).unwrap();
+/// let mut parts = vec![0, 1, 0, 1];
+/// let fixed = [FREE, FREE, FREE, 1];
+/// let gain = refine_kway(&g, &mut parts, 2, &[3, 3], Some(&fixed), 1);
+/// assert_eq!(gain, 2); // one cut edge is left
+/// assert_eq!(parts[3], 1);
+/// ```
+pub fn refine_kway(g: &Graph, parts: &mut [u32], k: usize, max: &[i64], fixed: Option<&[u32]>, seed: u64) -> i64 {
+    assert!(g.ncon == 1 && max.len() == k && parts.len() == g.n(), "refine_kway: one constraint, k limits, n parts");
+    let lim = Limits { ncon: 1, max: max.to_vec() };
+    let Tuning { passes, fm_finest, .. } = Tuning::of(Preset::Default);
+    let mut rng = StreamKey::new(seed).purpose("parsim.partition.refine_kway").stream();
+    let mut kw = refine::KWay::new(g, k, &lim, parts.to_vec(), None);
+    kw.fixed = fixed;
+    let gain = kw.greedy(passes, &mut rng) + kw.fm(fm_finest, &mut rng);
+    parts.copy_from_slice(&kw.parts);
+    gain
+}
+
+/// One coarsening step of the multilevel code on `g`, for coarsening done
+/// elsewhere (each rank of a distributed partitioner coarsens its own
+/// vertices with it): heavy-edge matching, or label-propagation clustering
+/// on skewed-degree graphs (detected when `first`, remembered in
+/// `clustering`) and where matching stalls; no cluster weighs more than
+/// `maxw`. Returns the coarse id of every vertex and the number of coarse
+/// vertices, or `None` when it would not shrink `g` by 5 %.
+///
+/// ```
+/// use parsim_partition::{coarsen_map, Graph};
+/// let g = Graph::from_edges(4, &[(0, 1, 5), (1, 2, 1), (2, 3, 5)]).unwrap();
+/// let mut rng = parsim_core::rng::StreamKey::new(1).stream();
+/// let (cmap, cn) = coarsen_map(&g, &mut rng, 2, true, &mut false).unwrap();
+/// assert_eq!(cn, 2);
+/// assert!(cmap[0] == cmap[1] && cmap[2] == cmap[3]);
+/// ```
+pub fn coarsen_map(
+    g: &Graph,
+    rng: &mut Stream,
+    maxw: i64,
+    first: bool,
+    clustering: &mut bool,
+) -> Option<(Vec<u32>, usize)> {
+    assert!(g.ncon == 1, "coarsen_map: one vertex weight");
+    coarsen_step(g, rng, &[maxw], None, first, clustering)
+}

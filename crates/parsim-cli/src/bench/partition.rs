@@ -79,60 +79,97 @@ fn gpmetis(path: &Path, g: &Graph, k: usize, tmp: &Path, reps: usize) -> Result<
     Ok(Some((cut, median(times), m.balanced)))
 }
 
-/// Distributed label propagation (`DistGraph::label_propagation`: no rank
-/// holds the graph) at p = K ranks on the threads backend, from the id
-/// blocks: its cut against the sequential multilevel cut of the same K, the
-/// wall time of the propagation, and the largest rank's graph bytes against
-/// one rank's.
+/// The distributed partitioners at p = K ranks on the threads backend:
+/// label propagation (`dlp`) from the id blocks, and the parallel
+/// multilevel scheme (`dml`) from the id blocks and from a hash of the ids
+/// (a layout with no locality at all); their cuts against the sequential
+/// multilevel cut of the same K and ε, `dml`'s wall time against the
+/// sequential one's (both in this process), and the largest rank's graph
+/// bytes against one rank's (the graph, and everything `dml` holds).
 fn distributed(files: &[PathBuf]) -> Result<()> {
     use parsim_comm::Comm;
     use parsim_graph::{block_owner, Csr, DistGraph};
-    println!("\ndistributed label propagation from id blocks, K = p ranks (threads), ε = 3 %");
+    println!("\ndistributed partitioning, K = p ranks (threads), ε = 3 %; times are wall seconds");
     println!(
-        "{:>22} {:>3} {:>9} {:>9} {:>8} {:>7} {:>9} {:>8}",
-        "graph", "K", "block cut", "dlp cut", "ml cut", "dlp/ml", "dlp s", "bytes/p1"
+        "{:>22} {:>3} {:>9} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7} {:>7} {:>8} {:>8} {:>8} {:>8}",
+        "graph",
+        "K",
+        "block cut",
+        "dlp cut",
+        "dml cut",
+        "dml hash",
+        "ml cut",
+        "dlp/ml",
+        "dml/ml",
+        "hash/ml",
+        "dml s",
+        "ml s",
+        "bytes/p1",
+        "dml B/p1"
     );
-    let mut ratios: Vec<(usize, f64)> = Vec::new();
+    let mut ratios: Vec<(usize, [f64; 3])> = Vec::new();
     for f in files {
         let name = f.file_name().and_then(|n| n.to_str()).unwrap_or("").to_string();
         let pg = io::read_graph(f)?;
         let g = Csr::from_graph(&pg);
         if g.weight.is_some() {
-            continue; // label propagation counts edges, not weights
+            continue; // the distributed partitioners count edges, not weights
         }
         let n = g.n();
-        let one = DistGraph::build(0, 1, &g, &vec![0; n])?.bytes();
+        let solo = DistGraph::build(0, 1, &g, &vec![0; n])?;
+        let one = solo.bytes();
+        let one_dml =
+            parsim_comm::launch(1, |c| solo.multilevel(&c, 2, 0.03, 0)).map_err(|e| anyhow::anyhow!("{e}"))?[0].bytes;
         for k in [2usize, 4] {
             if k > n {
                 continue;
             }
+            let t = Instant::now();
             let ml = multilevel_kway(&pg, &Config::new(k))?.1;
-            let owner: Vec<u32> = (0..n as u32).map(|v| block_owner(n, k, v)).collect();
+            let ml_s = t.elapsed().as_secs_f64();
+            let blocks: Vec<u32> = (0..n as u32).map(|v| block_owner(n, k, v)).collect();
+            let hashed: Vec<u32> = (0..n as u32).map(|v| (v.wrapping_mul(2_654_435_761) >> 7) % k as u32).collect();
             let got = parsim_comm::launch(k, |comm| {
-                let d = DistGraph::build(comm.rank(), k, &g, &owner)?;
+                let d = DistGraph::build(comm.rank(), k, &g, &blocks)?;
+                let lp = d.label_propagation(&comm, k, 0.03, 20)?;
                 comm.barrier()?;
                 let t = Instant::now();
-                let p = d.label_propagation(&comm, k, 0.03, 20)?;
+                let ml = d.multilevel(&comm, k, 0.03, 0)?;
                 let secs = t.elapsed().as_secs_f64();
-                Ok::<_, parsim_graph::GraphError>((p, secs, d.bytes()))
+                let h = DistGraph::build(comm.rank(), k, &g, &hashed)?.multilevel(&comm, k, 0.03, 0)?;
+                Ok::<_, parsim_graph::GraphError>((lp, ml, h.cut, secs, d.bytes()))
             })
             .map_err(|e| anyhow::anyhow!("{e}"))?;
-            let (p, secs, _) = &got[0];
-            let bytes = got.iter().map(|x| x.2).max().unwrap_or(0);
-            let ratio = p.cut.1.max(1) as f64 / ml.cut.max(1) as f64;
-            ratios.push((k, ratio));
+            let (lp, dml, hash_cut, secs, _) = &got[0];
+            let bytes = got.iter().map(|x| x.4).max().unwrap_or(0);
+            let dml_bytes = got.iter().map(|x| x.1.bytes).max().unwrap_or(0);
+            let of = |c: u64| c.max(1) as f64 / ml.cut.max(1) as f64;
+            let r = [of(lp.cut.1), of(dml.cut), of(*hash_cut)];
+            ratios.push((k, r));
             println!(
-                "{name:>22} {k:>3} {:>9} {:>9} {:>8} {ratio:>7.3} {secs:>9.4} {:>8.3}",
-                p.cut.0,
-                p.cut.1,
+                "{name:>22} {k:>3} {:>9} {:>8} {:>8} {:>8} {:>8} {:>7.3} {:>7.3} {:>7.3} {secs:>8.4} {ml_s:>8.4} {:>8.3} {:>8.3}",
+                lp.cut.0,
+                lp.cut.1,
+                dml.cut,
+                hash_cut,
                 ml.cut,
-                bytes as f64 / one as f64
+                r[0],
+                r[1],
+                r[2],
+                bytes as f64 / one as f64,
+                dml_bytes as f64 / one_dml as f64
             );
         }
     }
     for k in [2usize, 4] {
-        let v: Vec<f64> = ratios.iter().filter(|r| r.0 == k).map(|r| r.1).collect();
-        println!("K = p = {k}: geometric mean of dlp cut / multilevel cut {:.3} over {} graphs", geomean(&v), v.len());
+        let col = |i: usize| geomean(&ratios.iter().filter(|r| r.0 == k).map(|r| r.1[i]).collect::<Vec<_>>());
+        println!(
+            "K = p = {k}: geometric mean over {} graphs of the cut over the multilevel cut: dlp {:.3}, dml {:.3}, dml from hashed ids {:.3}",
+            ratios.iter().filter(|r| r.0 == k).count(),
+            col(0),
+            col(1),
+            col(2)
+        );
     }
     Ok(())
 }
@@ -145,7 +182,7 @@ fn geomean(v: &[f64]) -> f64 {
 }
 
 /// Runs the benchmark over `dir`'s `*.graph` files.
-pub fn run(dir: PathBuf, out: PathBuf, quick: bool, reps: usize) -> Result<()> {
+pub fn run(dir: PathBuf, out: PathBuf, quick: bool, reps: usize, only_distributed: bool) -> Result<()> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .with_context(|| format!("reading {}", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -154,6 +191,9 @@ pub fn run(dir: PathBuf, out: PathBuf, quick: bool, reps: usize) -> Result<()> {
     files.sort();
     if quick {
         files.truncate(3);
+    }
+    if only_distributed {
+        return distributed(&files);
     }
     let ks: &[usize] = if quick { &[2, 8] } else { &[2, 4, 8, 16, 32, 64] };
     let tmp = std::env::temp_dir().join(format!("parsim-bench-partition-{}", std::process::id()));

@@ -36,7 +36,7 @@ pub enum Source {
 }
 
 /// How agents are given to ranks.
-const PARTITIONERS: [&str; 8] = ["block", "hash", "dlp", "multilevel", "lp", "ldg", "fennel", "spectral"];
+const PARTITIONERS: [&str; 9] = ["block", "hash", "dlp", "dml", "multilevel", "lp", "ldg", "fennel", "spectral"];
 
 /// A validated `[abm]` table.
 #[derive(Clone, Debug)]

@@ -19,7 +19,9 @@ fn run(file: &str, ranks: u32, extra: &[&str], out: &std::path::Path) -> serde_j
 fn synthetic_digest_is_the_same_for_every_rank_count_partitioner_and_thread_count() {
     let dir = tmp("epi-digest");
     let want = run("scenarios/epidemic.toml", 1, &[], &dir.join("r1"))["digest"].clone();
-    for (ranks, part) in [(2, "block"), (3, "multilevel"), (4, "hash"), (2, "lp"), (8, "fennel"), (3, "dlp")] {
+    for (ranks, part) in
+        [(2, "block"), (3, "multilevel"), (4, "hash"), (2, "lp"), (8, "fennel"), (3, "dlp"), (4, "dml")]
+    {
         let p = format!("abm.partitioner=\"{part}\"");
         let s = run("scenarios/epidemic.toml", ranks, &["--set", &p], &dir.join(format!("r{ranks}{part}")));
         assert_eq!(s["digest"], want, "{ranks} ranks, {part}");

@@ -178,3 +178,95 @@ fn distributed_label_propagation_is_valid_balanced_reproducible_and_cuts_less() 
         assert!((after as f64) < 0.5 * before as f64, "{ranks} ranks: cut {before} → {after}");
     }
 }
+
+/// Every rank's parts, put back in global id order.
+fn assemble(n: usize, got: &[(Vec<u32>, Vec<u32>)]) -> Vec<u32> {
+    let mut part = vec![u32::MAX; n];
+    for (ids, p) in got {
+        for (&v, &x) in ids.iter().zip(p) {
+            part[v as usize] = x;
+        }
+    }
+    part
+}
+
+fn cut_of(g: &Csr, part: &[u32]) -> u64 {
+    let twice = (0..g.n()).flat_map(|v| g.neighbours(v).iter().map(move |&u| (v, u as usize)));
+    twice.filter(|&(v, u)| part[v] != part[u]).count() as u64 / 2
+}
+
+/// The distributed multilevel partitioner on `g` at `ranks` ranks, from id
+/// blocks or from a hash of the ids: (global parts, reported cut, levels).
+fn dist_multilevel(g: &Csr, ranks: usize, k: usize, hashed: bool) -> (Vec<u32>, u64, usize) {
+    let n = g.n();
+    let owner: Vec<u32> = (0..n as u32)
+        .map(|v| {
+            if hashed {
+                (v.wrapping_mul(2_654_435_761) >> 7) % ranks as u32
+            } else {
+                parsim_graph::block_owner(n, ranks, v)
+            }
+        })
+        .collect();
+    let got = parsim_comm::launch(ranks, |comm| {
+        let d = DistGraph::build(comm.rank(), ranks, g, &owner)?;
+        let p = d.multilevel(&comm, k, 0.03, 7)?;
+        Ok::<_, parsim_graph::GraphError>((d.owned_ids().to_vec(), p))
+    })
+    .unwrap();
+    let pairs: Vec<(Vec<u32>, Vec<u32>)> = got.iter().map(|(ids, p)| (ids.clone(), p.part.clone())).collect();
+    assert!(got.iter().all(|x| x.1.cut == got[0].1.cut && x.1.levels == got[0].1.levels));
+    (assemble(n, &pairs), got[0].1.cut, got[0].1.levels)
+}
+
+#[test]
+fn distributed_multilevel_is_valid_balanced_reproducible_and_near_the_sequential_cut() {
+    use parsim_partition::{multilevel_kway, Config};
+    for (name, g) in [("shuffled grid", shuffled_grid(70, 5)), ("random", random(3000, 9000, 3))] {
+        let n = g.n();
+        let k = 4;
+        let cfg = Config { imbalance: 0.03, seed: 7, ..Config::new(k) };
+        let (seq, m) = multilevel_kway(&g.to_partition_graph(), &cfg).unwrap();
+        let cap = (1.03 * (n as f64 / k as f64).ceil()).floor() as usize;
+        for ranks in [1usize, 2, 3, 4] {
+            for hashed in [false, true] {
+                let (part, cut, levels) = dist_multilevel(&g, ranks, k, hashed);
+                assert_eq!(dist_multilevel(&g, ranks, k, hashed).0, part, "{name}: reproducible at {ranks} ranks");
+                assert!(part.iter().all(|&x| (x as usize) < k), "{name}: every vertex in a part");
+                let mut size = vec![0usize; k];
+                for &x in &part {
+                    size[x as usize] += 1;
+                }
+                assert!(size.iter().all(|&s| s <= cap && s > 0), "{name}, {ranks} ranks: sizes {size:?}, cap {cap}");
+                assert_eq!(cut, cut_of(&g, &part), "{name}: the reported cut is the partition's");
+                if ranks == 1 {
+                    assert_eq!(part, seq, "{name}: one rank is the sequential partition");
+                    assert_eq!(levels, 0);
+                } else {
+                    assert!(levels >= 1, "{name}, {ranks} ranks: coarsened before gathering");
+                    let ratio = cut as f64 / m.cut as f64;
+                    assert!(ratio < 1.15, "{name}, {ranks} ranks, hashed {hashed}: cut {cut} against {}", m.cut);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn distributed_multilevel_cuts_near_the_sequential_cut_on_real_meshes() {
+    use parsim_partition::{io, multilevel_kway, Config};
+    let mut ratios = Vec::new();
+    for name in ["3elt.graph", "whitaker3.graph", "crack.graph"] {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/graphs").join(name);
+        let pg = io::read_graph(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let g = Csr::from_graph(&pg);
+        for k in [2usize, 4] {
+            let (seq, _) = multilevel_kway(&pg, &Config { imbalance: 0.03, seed: 7, ..Config::new(k) }).unwrap();
+            let (part, cut, _) = dist_multilevel(&g, k, k, false);
+            assert_eq!(cut, cut_of(&g, &part));
+            ratios.push(cut as f64 / cut_of(&g, &seq) as f64);
+        }
+    }
+    let geomean = (ratios.iter().map(|r| r.ln()).sum::<f64>() / ratios.len() as f64).exp();
+    assert!(geomean < 1.08, "distributed / sequential cut: {ratios:?}");
+}

@@ -131,7 +131,8 @@ pub fn simulate<C: Comm>(comm: &C, setup: &AbmSetup, seed: u64, show_progress: b
 
 /// Moves the agents to the partition `how` asks for: `block` keeps the
 /// construction's blocks, `hash` scatters by id, `dlp` improves the blocks
-/// by distributed label propagation (no rank holds the graph), and a
+/// by distributed label propagation and `dml` partitions with the parallel
+/// multilevel scheme (neither needs a rank to hold the graph), and a
 /// sequential method (multilevel, lp, ldg, fennel, spectral) partitions the
 /// graph gathered on rank 0 — the only rank that ever holds it whole.
 fn place<C: Comm>(comm: &C, local: LocalPopulation, how: &str, seed: u64) -> Result<LocalPopulation> {
@@ -141,6 +142,8 @@ fn place<C: Comm>(comm: &C, local: LocalPopulation, how: &str, seed: u64) -> Res
     }
     let owner: Vec<u32> = if how == "dlp" {
         local.graph.label_propagation(comm, p, 0.03, 20)?.part
+    } else if how == "dml" {
+        local.graph.multilevel(comm, p, 0.03, seed)?.part
     } else if how == "hash" {
         let g = &local.graph;
         (0..g.owned())
