@@ -121,6 +121,11 @@ pub struct PhaseReport {
     pub peers: Vec<PeerTraffic>,
     /// Named counters (`events`, `rollbacks` …) added by engines.
     pub counters: BTreeMap<String, u64>,
+    /// The phase times when the model marked the end of its setup
+    /// ([`PhaseClock::end_setup`]: construction, reading, partitioning),
+    /// if it did; the simulation's own are `phases_s` less these.
+    #[serde(default)]
+    pub setup_s: Option<PhaseTimes>,
 }
 
 impl PhaseReport {
@@ -172,6 +177,7 @@ pub struct PhaseClock {
     totals_ns: [AtomicU64; 5],
     peers: Vec<PeerCells>,
     counters: Mutex<BTreeMap<String, u64>>,
+    setup: Mutex<Option<PhaseTimes>>,
     trace: Option<Mutex<TraceBuf>>,
 }
 
@@ -203,6 +209,7 @@ impl PhaseClock {
             totals_ns: Default::default(),
             peers: (0..world_size).map(|_| PeerCells::default()).collect(),
             counters: Mutex::new(BTreeMap::new()),
+            setup: Mutex::new(None),
             trace: trace.then(|| Mutex::new(TraceBuf { spans: Vec::new(), dropped: 0 })),
         }
     }
@@ -285,20 +292,45 @@ impl PhaseClock {
         *c.entry(name.to_string()).or_insert(0) += n;
     }
 
-    /// Phase times (including the phase running now), traffic and counters.
-    pub fn report(&self) -> PhaseReport {
+    /// Marks the end of the model's setup (building or reading the model,
+    /// partitioning it): the phase times so far are kept and reported as
+    /// [`PhaseReport::setup_s`], so a scaling study can tell setup from
+    /// simulation. Only the first call counts.
+    ///
+    /// ```
+    /// use parsim_core::PhaseClock;
+    /// let clock = PhaseClock::new(1);
+    /// clock.end_setup();
+    /// let r = clock.report();
+    /// let setup = r.setup_s.expect("marked");
+    /// assert!(setup.total() <= r.phases_s.total());
+    /// ```
+    pub fn end_setup(&self) {
+        let mut s = self.setup.lock().unwrap_or_else(|e| e.into_inner());
+        if s.is_none() {
+            *s = Some(self.times());
+        }
+    }
+
+    /// Phase times (including the phase running now).
+    fn times(&self) -> PhaseTimes {
         let mut ns: Vec<u64> = self.totals_ns.iter().map(|t| t.load(Ordering::Relaxed)).collect();
         let running = self.now_ns().saturating_sub(self.since_ns.load(Ordering::Relaxed));
         ns[self.current() as usize] += running;
         let s = |p: Phase| ns[p as usize] as f64 * 1e-9;
+        PhaseTimes {
+            compute: s(Phase::Compute),
+            comm: s(Phase::Comm),
+            wait: s(Phase::Wait),
+            io: s(Phase::Io),
+            serial: s(Phase::Serial),
+        }
+    }
+
+    /// Phase times (including the phase running now), traffic and counters.
+    pub fn report(&self) -> PhaseReport {
         PhaseReport {
-            phases_s: PhaseTimes {
-                compute: s(Phase::Compute),
-                comm: s(Phase::Comm),
-                wait: s(Phase::Wait),
-                io: s(Phase::Io),
-                serial: s(Phase::Serial),
-            },
+            phases_s: self.times(),
             peers: self
                 .peers
                 .iter()
@@ -310,6 +342,7 @@ impl PhaseClock {
                 })
                 .collect(),
             counters: self.counters.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+            setup_s: *self.setup.lock().unwrap_or_else(|e| e.into_inner()),
         }
     }
 

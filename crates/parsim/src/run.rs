@@ -373,6 +373,20 @@ fn summary_json<P>(
         "digest": out.digest.map_or_else(|| "unavailable".to_string(), |d| d.to_string()),
         "metrics": Value::Object(out.metrics.clone()),
     });
+    if all.iter().any(|e| e.report.setup_s.is_some()) {
+        // The model's setup (construction, reading, partitioning), per rank;
+        // the simulation's phases are `phases_s` less these.
+        let setup = |f: fn(&parsim_core::PhaseTimes) -> f64| -> Vec<f64> {
+            all.iter().map(|e| e.report.setup_s.as_ref().map_or(0.0, f)).collect()
+        };
+        s["setup_phases_s"] = json!({
+            "compute": setup(|p| p.compute),
+            "comm": setup(|p| p.comm),
+            "wait": setup(|p| p.wait),
+            "io": setup(|p| p.io),
+            "serial": setup(|p| p.serial),
+        });
+    }
     if let Some(p) = &plan.params_json {
         s["params"] = p.clone();
     }

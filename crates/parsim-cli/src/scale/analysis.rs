@@ -17,6 +17,9 @@ pub struct Phases {
     pub io: f64,
     /// Work only one rank does while the others wait.
     pub serial: f64,
+    /// The model's setup (building, reading, partitioning), all phases;
+    /// the other fields are the simulation's alone when it is known.
+    pub setup: f64,
 }
 
 /// One measured point of a study: a run at `p` ranks.
@@ -46,6 +49,10 @@ pub struct Point {
 /// rank-time p·T(p) (they sum to 1 − efficiency).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Loss {
+    /// Setup (building, reading, partitioning the model) beyond the
+    /// reference's share: the part of Amdahl's serial fraction that lives
+    /// before the simulation starts.
+    pub setup: f64,
     /// Serial work: every rank stands still while one works.
     pub serial: f64,
     /// Load imbalance: max − mean compute, on every rank.
@@ -66,6 +73,7 @@ impl Loss {
     /// The causes with their names, largest first.
     pub fn ranked(&self) -> Vec<(&'static str, f64)> {
         let mut v = vec![
+            ("setup", self.setup),
             ("serial", self.serial),
             ("load imbalance", self.imbalance),
             ("communication", self.communication),
@@ -79,7 +87,7 @@ impl Loss {
 
     /// The sum of the causes (= 1 − efficiency).
     pub fn total(&self) -> f64 {
-        self.serial + self.imbalance + self.communication + self.waiting + self.io + self.redundant
+        self.setup + self.serial + self.imbalance + self.communication + self.waiting + self.io + self.redundant
     }
 }
 
@@ -118,8 +126,10 @@ fn max(ranks: &[Phases], f: fn(&Phases) -> f64) -> f64 {
 /// lost rank-time Λ; each cause is the rank-time it explains:
 /// redundant = Σ compute − the reference's compute (scaled for weak
 /// scaling); imbalance = p·max compute − Σ compute; serial = p·max serial
-/// − the reference's; communication and io = Σ over ranks − the
-/// reference's; waiting = the rest of Λ, so the causes sum to the loss.
+/// − the reference's; setup = p·max setup − the reference's (setup is
+/// taken out of the other phases when the runs report it); communication
+/// and io = Σ over ranks − the reference's; waiting = the rest of Λ, so the
+/// causes sum to the loss.
 pub fn attribute(base: &Point, pt: &Point, weak: bool) -> Attribution {
     let (p0, p) = (base.p as f64, pt.p as f64);
     let scale = if weak { p / p0 } else { 1.0 };
@@ -136,9 +146,10 @@ pub fn attribute(base: &Point, pt: &Point, weak: bool) -> Attribution {
     let base_imbalance = p0 * max(b, |x| x.compute) - sum(b, |x| x.compute);
     let imbalance = imbalance - base_imbalance * scale;
     let serial = p * max(r, |x| x.serial) - p0 * max(b, |x| x.serial) * scale;
+    let setup = p * max(r, |x| x.setup) - p0 * max(b, |x| x.setup) * scale;
     let communication = sum(r, |x| x.comm) - sum(b, |x| x.comm) * scale;
     let io = sum(r, |x| x.io) - sum(b, |x| x.io) * scale;
-    let waiting = lost - (redundant + imbalance + serial + communication + io);
+    let waiting = lost - (redundant + imbalance + serial + setup + communication + io);
     let f = |x: f64| if actual > 0.0 { x / actual } else { 0.0 };
     let karp_flatt = (pt.p > base.p && speedup > 0.0).then(|| {
         let (s, q) = (speedup / p0, p / p0);
@@ -149,6 +160,7 @@ pub fn attribute(base: &Point, pt: &Point, weak: bool) -> Attribution {
         speedup,
         efficiency,
         loss: Loss {
+            setup: f(setup),
             serial: f(serial),
             imbalance: f(imbalance),
             communication: f(communication),

@@ -111,9 +111,23 @@ fn point_of(s: &Value, path: &Path) -> Result<Point> {
         s["phases_s"][k].as_array().map(|v| v.iter().filter_map(Value::as_f64).collect()).unwrap_or_default()
     };
     let (c, m, w, io, se) = (col("compute"), col("comm"), col("wait"), col("io"), col("serial"));
+    // The model's setup, when it reports it, is its own cause: taken out of every phase.
+    let setup_col = |k: &str| -> Vec<f64> {
+        s["setup_phases_s"][k].as_array().map(|v| v.iter().filter_map(Value::as_f64).collect()).unwrap_or_default()
+    };
+    let (sc, sm, sw, sio, sse) =
+        (setup_col("compute"), setup_col("comm"), setup_col("wait"), setup_col("io"), setup_col("serial"));
     let at = |v: &[f64], r: usize| v.get(r).copied().unwrap_or(0.0);
+    let less = |v: &[f64], u: &[f64], r: usize| (at(v, r) - at(u, r)).max(0.0);
     let ranks = (0..p)
-        .map(|r| Phases { compute: at(&c, r), comm: at(&m, r), wait: at(&w, r), io: at(&io, r), serial: at(&se, r) })
+        .map(|r| Phases {
+            compute: less(&c, &sc, r),
+            comm: less(&m, &sm, r),
+            wait: less(&w, &sw, r),
+            io: less(&io, &sio, r),
+            serial: less(&se, &sse, r),
+            setup: at(&sc, r) + at(&sm, r) + at(&sw, r) + at(&sio, r) + at(&sse, r),
+        })
         .collect();
     let total =
         |k: &str| -> u64 { s["counters"][k].as_array().map_or(0, |v| v.iter().filter_map(Value::as_u64).sum()) };

@@ -116,6 +116,10 @@ fn advice(cause: &str, model: &str) -> &'static str {
         }
         ("communication", _) => "messages between ranks; fewer, larger messages or a partition with a lower cut",
         ("load imbalance", _) => "ranks with more work than others; balance it (`[lb]`) or partition by measured load",
+        ("setup", "epidemic") => {
+            "building and partitioning the population; `abm.partitioner = \"block\"` or `\"dlp\"` cost least, and a longer run repays more"
+        }
+        ("setup", _) => "building, reading or partitioning the model before it runs; a longer run repays it, or parallelise it",
         ("serial", _) => "work one rank does while the others wait (setup, gathering output); parallelise or overlap it",
         ("waiting", _) => "synchronisation (barriers, collectives, jitter); synchronise less often or asynchronously",
         ("io", _) => "files; write less often or in the background",
@@ -228,7 +232,7 @@ impl Study {
         }
     }
 
-    /// One point's row of the table: p, wall, speedup, efficiency, the six
+    /// One point's row of the table: p, wall, speedup, efficiency, the seven
     /// causes, Karp–Flatt and peak memory (`none` for what is unknown).
     fn cells(&self, a: &Attribution, pt: &Point, none: &str) -> Vec<String> {
         let pc = |x: f64| format!("{:.1}%", 100.0 * x);
@@ -238,6 +242,7 @@ impl Study {
             format!("{:.4}", pt.wall),
             format!("{:.3}", a.speedup),
             pc(a.efficiency),
+            pc(l.setup),
             pc(l.serial),
             pc(l.imbalance),
             pc(l.communication),
@@ -253,11 +258,12 @@ impl Study {
     pub fn print(&self) {
         println!("{}: {} of {} on the {} backend", self.model, self.kind(), self.scenario, self.backend);
         println!(
-            "{:>5} {:>9} {:>8} {:>6} │ lost: {:>7} {:>9} {:>7} {:>7} {:>5} {:>9} │ {:>6} {:>10}",
+            "{:>5} {:>9} {:>8} {:>6} │ lost: {:>6} {:>7} {:>9} {:>7} {:>7} {:>5} {:>9} │ {:>6} {:>10}",
             "p",
             "wall s",
             "speedup",
             "eff",
+            "setup",
             "serial",
             "imbalance",
             "comm",
@@ -270,8 +276,8 @@ impl Study {
         for (a, pt) in self.attribution.iter().zip(&self.points) {
             let c = self.cells(a, pt, "-");
             println!(
-                "{:>5} {:>9} {:>8} {:>6} │       {:>7} {:>9} {:>7} {:>7} {:>5} {:>9} │ {:>6} {:>10}",
-                c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10], c[11]
+                "{:>5} {:>9} {:>8} {:>6} │       {:>6} {:>7} {:>9} {:>7} {:>7} {:>5} {:>9} │ {:>6} {:>10}",
+                c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10], c[11], c[12]
             );
         }
         for d in &self.diagnosis {
@@ -418,7 +424,7 @@ impl Study {
 
     fn loss_chart(&self) -> Chart {
         // Stacked: each bar is drawn from the total down, causes in a fixed order.
-        let names = ["serial", "load imbalance", "communication", "waiting", "io", "redundant work"];
+        let names = ["setup", "serial", "load imbalance", "communication", "waiting", "io", "redundant work"];
         let (lo, hi) = (self.points[0].p as f64, self.points.last().map_or(1.0, |p| p.p as f64));
         let mut panel = Panel::new("lost efficiency (share of p·T(p))", "ranks p (log₂ scale)")
             .percent()
@@ -430,7 +436,7 @@ impl Study {
                 .iter()
                 .map(|a| {
                     let l = &a.loss;
-                    let parts = [l.serial, l.imbalance, l.communication, l.waiting, l.io, l.redundant];
+                    let parts = [l.setup, l.serial, l.imbalance, l.communication, l.waiting, l.io, l.redundant];
                     (a.p as f64, parts[..=k].iter().map(|x| x.max(0.0)).sum())
                 })
                 .collect();
@@ -479,17 +485,18 @@ impl Study {
         let json = serde_json::to_string_pretty(self)?;
         parsim::write_atomic(&dir.join("scale.json"), json.as_bytes())?;
         let mut csv = String::from(
-            "p,wall_s,speedup,efficiency,lost_serial,lost_imbalance,lost_communication,lost_waiting,lost_io,lost_redundant,karp_flatt,peak_rss_bytes,model_s\n",
+            "p,wall_s,speedup,efficiency,lost_setup,lost_serial,lost_imbalance,lost_communication,lost_waiting,lost_io,lost_redundant,karp_flatt,peak_rss_bytes,model_s\n",
         );
         for (a, pt) in self.attribution.iter().zip(&self.points) {
             let l = &a.loss;
             let _ = writeln!(
                 csv,
-                "{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
                 a.p,
                 pt.wall,
                 a.speedup,
                 a.efficiency,
+                l.setup,
                 l.serial,
                 l.imbalance,
                 l.communication,
@@ -620,14 +627,14 @@ impl Study {
 <h2>Speedup and efficiency</h2>
 <figure>{s0}</figure><figure>{s1}</figure>
 <h2>Where the efficiency went</h2>
-<p>The lost efficiency 1 − E(p) split by cause, as shares of the run's rank-time p·T(p): serial (every rank waits while one works), load imbalance (max − mean compute), communication, waiting beyond the imbalance, io, and redundant work (total compute beyond the reference's). They sum to the measured loss.</p>
+<p>The lost efficiency 1 − E(p) split by cause, as shares of the run's rank-time p·T(p): setup (building, reading and partitioning the model, for models that report it; taken out of the other phases), serial (every rank waits while one works), load imbalance (max − mean compute), communication, waiting beyond the imbalance, io, and redundant work (total compute beyond the reference's). They sum to the measured loss.</p>
 <figure>{s2}</figure>
 <h2>Per-rank phases at the largest p</h2><figure>{phases}</figure>
 {jitter}
 <h2>The model</h2><p>{fit}</p>
 <p>{sim}</p><figure>{s3}</figure>
 <h2>The numbers</h2>
-<table><tr><th>p</th><th>wall s</th><th>speedup</th><th>efficiency</th><th>lost: serial</th><th>imbalance</th><th>communication</th><th>waiting</th><th>io</th><th>redundant</th><th>Karp–Flatt e(p)</th><th>peak RSS per rank</th><th>T(p) model s</th></tr>
+<table><tr><th>p</th><th>wall s</th><th>speedup</th><th>efficiency</th><th>lost: setup</th><th>serial</th><th>imbalance</th><th>communication</th><th>waiting</th><th>io</th><th>redundant</th><th>Karp–Flatt e(p)</th><th>peak RSS per rank</th><th>T(p) model s</th></tr>
 {rows}</table>
 <p>Also in this directory: scale.json, scale.csv and the charts as PNG.</p>
 </body></html>

@@ -39,6 +39,15 @@ fn outputs_curve_plot_and_metrics() {
     let m = &s["metrics"];
     assert_eq!(s["model"], "epidemic");
     assert_eq!(m["agents"], 30_000);
+    // Setup (construction, partitioning) is reported apart from the simulation.
+    for phase in ["compute", "comm", "wait", "io", "serial"] {
+        let (setup, all) = (&s["setup_phases_s"][phase], &s["phases_s"][phase]);
+        for r in 0..2 {
+            let (a, b) = (setup[r].as_f64().unwrap(), all[r].as_f64().unwrap());
+            assert!(a >= 0.0 && a <= b, "{phase}, rank {r}: setup {a} s of {b} s");
+        }
+    }
+    assert!(s["setup_phases_s"]["compute"][0].as_f64().unwrap() > 0.0);
     let a = m["attack_rate"].as_f64().unwrap();
     assert!(a > 0.2 && a < 1.0, "{a}");
     assert!(m["peak_day"].as_u64().unwrap() > 0);

@@ -22,7 +22,7 @@ fn check_report(json: &serde_json::Value, html: &str, dir: &std::path::Path) {
     // The causes sum to the measured loss at every point.
     for a in json["attribution"].as_array().unwrap() {
         let l = &a["loss"];
-        let sum: f64 = ["serial", "imbalance", "communication", "waiting", "io", "redundant"]
+        let sum: f64 = ["setup", "serial", "imbalance", "communication", "waiting", "io", "redundant"]
             .iter()
             .map(|k| l[k].as_f64().unwrap())
             .sum();
@@ -121,4 +121,42 @@ fn bad_studies_are_refused_and_the_calculators_print_the_seed_s_formulas() {
     assert!(h.contains("slabs") && h.contains("8192") && h.contains("blocks") && h.contains("2048"), "{h}");
     assert_eq!(parsim(&["model", "amdahl", "--serial", "1.5"]).status.code(), Some(2));
     assert_eq!(parsim(&["model", "halo", "--size", "4096", "--ranks", "4"]).status.code(), Some(2));
+}
+
+#[test]
+fn the_epidemic_s_setup_is_a_cause_of_its_own() {
+    let out = tmp("scale-epi").join("s");
+    let o = out.to_str().unwrap();
+    let (json, text, html) = study(&[
+        "scale",
+        "scenarios/epidemic.toml",
+        "--ranks",
+        "1,2",
+        "--reps",
+        "1",
+        "--out",
+        o,
+        "--set",
+        "abm.partitioner=\"dml\"",
+        "--set",
+        "abm.agents=20000",
+    ]);
+    let points = json["points"].as_array().unwrap();
+    // Setup is read from the runs and taken out of the other phases.
+    for pt in points {
+        for r in pt["ranks"].as_array().unwrap() {
+            assert!(r["setup"].as_f64().unwrap() > 0.0, "{r}");
+        }
+    }
+    for a in json["attribution"].as_array().unwrap() {
+        let l = &a["loss"];
+        let sum: f64 = ["setup", "serial", "imbalance", "communication", "waiting", "io", "redundant"]
+            .iter()
+            .map(|k| l[k].as_f64().unwrap())
+            .sum();
+        assert!((sum - (1.0 - a["efficiency"].as_f64().unwrap())).abs() < 0.01);
+    }
+    // At p = 2 the partitioning is setup that p = 1 did not have.
+    assert!(json["attribution"][1]["loss"]["setup"].as_f64().unwrap() > 0.0, "{text}");
+    assert!(html.contains("lost: setup") && text.contains("setup"), "{text}");
 }

@@ -227,6 +227,7 @@ pub fn simulate_resilient<C: Comm>(
     let cfg = SeirConfig { seed, ..setup.cfg.clone() };
     let bytes0 = comm.clock().report().traffic().bytes_sent;
     comm.barrier()?;
+    comm.clock().end_setup();
     let t3 = Instant::now();
     let mut bar = Progress::new("days", u64::from(cfg.days), !show_progress || comm.rank() != 0)
         .every(std::time::Duration::from_millis(500));
