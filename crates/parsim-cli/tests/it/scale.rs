@@ -18,8 +18,8 @@ fn study(args: &[&str]) -> (serde_json::Value, String, String) {
     (json, out, html)
 }
 
-fn check_report(json: &serde_json::Value, html: &str, dir: &std::path::Path) {
-    // The causes sum to the measured loss at every point.
+/// The causes sum to the measured loss at every point.
+fn causes_sum_to_the_loss(json: &serde_json::Value) {
     for a in json["attribution"].as_array().unwrap() {
         let l = &a["loss"];
         let sum: f64 = ["setup", "serial", "imbalance", "communication", "waiting", "io", "redundant"]
@@ -29,6 +29,10 @@ fn check_report(json: &serde_json::Value, html: &str, dir: &std::path::Path) {
         let loss = 1.0 - a["efficiency"].as_f64().unwrap();
         assert!((sum - loss).abs() < 0.01, "p = {}: causes {sum} vs loss {loss}", a["p"]);
     }
+}
+
+fn check_report(json: &serde_json::Value, html: &str, dir: &std::path::Path) {
+    causes_sum_to_the_loss(json);
     // One self-contained page: a title, every chart inline, no external resource.
     assert!(html.starts_with("<!DOCTYPE html>") && html.trim_end().ends_with("</html>"));
     assert!(html.contains("<title>parsim scale: grid</title>"));
@@ -148,14 +152,7 @@ fn the_epidemic_s_setup_is_a_cause_of_its_own() {
             assert!(r["setup"].as_f64().unwrap() > 0.0, "{r}");
         }
     }
-    for a in json["attribution"].as_array().unwrap() {
-        let l = &a["loss"];
-        let sum: f64 = ["setup", "serial", "imbalance", "communication", "waiting", "io", "redundant"]
-            .iter()
-            .map(|k| l[k].as_f64().unwrap())
-            .sum();
-        assert!((sum - (1.0 - a["efficiency"].as_f64().unwrap())).abs() < 0.01);
-    }
+    causes_sum_to_the_loss(&json);
     // At p = 2 the partitioning is setup that p = 1 did not have.
     assert!(json["attribution"][1]["loss"]["setup"].as_f64().unwrap() > 0.0, "{text}");
     assert!(html.contains("lost: setup") && text.contains("setup"), "{text}");
