@@ -212,7 +212,18 @@ pub fn dispatch<W: WithModel>(name: &str, w: W) -> W::Out {
 
 /// The epidemic's experiment.
 pub fn epidemic_experiment() -> Experiment<Epidemic> {
-    Experiment::with_reader(Epidemic, |sc, run| epidemic::AbmSetup::from_scenario(sc, run.threads_per_rank))
+    Experiment::with_reader(Epidemic, |sc, run| {
+        let setup = epidemic::AbmSetup::from_scenario(sc, run.threads_per_rank)?;
+        // A population whose shares would not fit is bad input: refused before anything is built.
+        let (world, local) = match run.backend {
+            parsim::Backend::Threads => (run.ranks, run.ranks),
+            _ => (epidemic::mpi_world_ranks(), epidemic::mpi_local_ranks()),
+        };
+        match setup.memory_shortfall(world, local) {
+            Some(why) => Err(sc.error_at("abm", "agents", format!("[abm] agents: {why}"))),
+            None => Ok(setup),
+        }
+    })
 }
 
 fn read_grid(sc: &mut Scenario, run: &mut RunSettings) -> Result<grid::GridConfig, InputError> {

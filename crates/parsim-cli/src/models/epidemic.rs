@@ -22,7 +22,7 @@ use crate::report::epidemic_plot;
 
 mod simulate;
 use parsim::{InputError, Scenario, Section};
-pub use simulate::{simulate, simulate_resilient, Simulated};
+pub use simulate::{mpi_local_ranks, mpi_world_ranks, simulate, simulate_resilient, Simulated};
 
 /// Where the contact network comes from.
 #[derive(Clone, Debug, PartialEq)]

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use parsim_comm::Comm;
+use parsim_comm::{Comm, ReduceOp};
 use parsim_core::rng::StreamKey;
 use parsim_grid::{
     plan_loads, Boundary, Cell, CellFn, DecompKind, GridSpec, Heat27, Heat5, Heat7, Heat9, Life, Neighbourhood, Reach,
@@ -327,6 +327,10 @@ fn go<C: Comm, T: Cell, S: Stencil<T>>(
         }
     }
     let cells: usize = spec.size.iter().product();
+    // The state a rank holds: the current and the next array, owned cells plus halo.
+    let held = (2 * field.data.len() * std::mem::size_of::<T>()) as u64;
+    let (all_held, max_held) =
+        (comm.all_reduce(&[held], ReduceOp::Sum)?[0], comm.all_reduce(&[held], ReduceOp::Max)?[0]);
     let last = report.reductions.last().copied();
     // Every rank's files (VTK pieces are written where their data is), by rank.
     let mine: Vec<String> = report.files.iter().map(|p| p.display().to_string()).collect();
@@ -350,6 +354,8 @@ fn go<C: Comm, T: Cell, S: Stencil<T>>(
             "reductions": reductions,
             "files": files,
             "files_by_rank": files_by_rank,
+            "bytes_per_cell": all_held as f64 / cells.max(1) as f64,
+            "max_rank_state_bytes": max_held,
         }),
     })
 }

@@ -291,8 +291,12 @@ fn a_population_that_cannot_fit_is_refused_up_front_with_the_estimate() {
         dir.join("o").to_str().unwrap(),
     ]);
     let e = String::from_utf8_lossy(&o.stderr);
-    // Found by the ranks (they know how many share this machine): a run failure, exit 1.
-    assert_eq!(o.status.code(), Some(1), "{e}");
-    assert!(e.contains("abm.agents") && e.contains("GB") && e.contains("available"), "{e}");
+    // Bad input, found when the scenario is read (it knows how many ranks share this machine): exit 2.
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(e.contains("[abm] agents") && e.contains("GB") && e.contains("available"), "{e}");
+    assert!(!dir.join("o").join("summary.json").exists());
+    // The same under --dry-run, which builds nothing.
+    let o = parsim(&["run", "scenarios/epidemic.toml", "--set", "abm.agents=4000000000", "--dry-run"]);
+    assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(t0.elapsed().as_secs() < 30, "refused only after {:?}", t0.elapsed());
 }

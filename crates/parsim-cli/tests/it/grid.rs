@@ -21,6 +21,12 @@ fn heat2d_writes_summary_vtk_and_png_and_prints_the_decomposition() {
     let png = std::fs::read(dir.join("field.png")).expect("png");
     assert_eq!(&png[1..4], b"PNG");
     assert!(s["phases_s"]["io"][0].as_f64().unwrap_or(0.0) > 0.0, "output time is charged to io");
+    // Memory as a measured quantity: two f64 arrays of owned cells plus a
+    // one-cell halo: a little over 16 bytes per cell, a third per rank.
+    let per_cell = s["metrics"]["bytes_per_cell"].as_f64().unwrap();
+    assert!((16.0..18.0).contains(&per_cell), "{per_cell} bytes per cell");
+    let max = s["metrics"]["max_rank_state_bytes"].as_u64().unwrap() as f64;
+    assert!(max < 0.4 * 16.0 * 96.0 * 80.0 * 1.1, "{max} bytes on the largest of 3 ranks");
     let o = parsim(&["run", "scenarios/heat2d.toml", "--ranks", "4", "--dry-run"]);
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success() && text.contains("process grid [2, 2]") && text.contains("surf/vol"), "{text}");

@@ -51,31 +51,50 @@ impl AbmSetup {
         }
     }
 
-    /// Refuses, on every rank alike, a population whose share would not fit
-    /// in the memory this machine has available (the ranks of one machine
-    /// share it: all of them on the threads backend, `OMPI_COMM_WORLD_LOCAL_SIZE` under MPI).
-    pub fn check_memory<C: Comm>(&self, comm: &C) -> Result<()> {
+    /// Why the population's shares would not fit in the memory this machine
+    /// has available, when they would not: `world` ranks in all, `local` of
+    /// them on this machine (they share its memory).
+    pub fn memory_shortfall(&self, world: usize, local: usize) -> Option<String> {
         let per = bytes_per_agent(self.expected_degree(), matches!(self.source, Source::Synthetic(_)));
-        let local_ranks = if comm.backend() == "threads" {
-            comm.size()
-        } else {
-            std::env::var("OMPI_COMM_WORLD_LOCAL_SIZE").ok().and_then(|v| v.parse().ok()).unwrap_or(1)
-        };
-        let need = per * self.agents as f64 / comm.size() as f64 * local_ranks as f64;
+        let need = per * self.agents as f64 / world.max(1) as f64 * local as f64;
         let have = mem_available().unwrap_or(u64::MAX);
-        let short = u64::from(need > have as f64);
-        if comm.all_reduce(&[short], ReduceOp::Max)?[0] == 1 {
-            anyhow::bail!(
-                "abm.agents: {} agents need about {:.1} GB on this machine ({per:.0} bytes per agent at a mean degree of {:.1}, {local_ranks} of {} rank(s) here), but {:.1} GB are available; run on more machines (each rank holds only its share) or with fewer agents",
+        (need > have as f64).then(|| {
+            format!(
+                "{} agents need about {:.1} GB on this machine ({per:.0} bytes per agent at a mean degree of {:.1}, {local} of {world} rank(s) here), but {:.1} GB are available; run on more machines (each rank holds only its share) or with fewer agents",
                 self.agents,
                 need / 1e9,
                 self.expected_degree(),
-                comm.size(),
                 have as f64 / 1e9
+            )
+        })
+    }
+
+    /// Refuses, on every rank alike, a population whose share would not fit
+    /// in the memory this machine has available (the ranks of one machine
+    /// share it: all of them on the threads backend, `OMPI_COMM_WORLD_LOCAL_SIZE` under MPI).
+    /// The scenario reader refuses it first, as bad input; this catches the
+    /// callers that bypass it.
+    pub fn check_memory<C: Comm>(&self, comm: &C) -> Result<()> {
+        let local = if comm.backend() == "threads" { comm.size() } else { mpi_local_ranks() };
+        let why = self.memory_shortfall(comm.size(), local);
+        if comm.all_reduce(&[u64::from(why.is_some())], ReduceOp::Max)?[0] == 1 {
+            anyhow::bail!(
+                "abm.agents: {}",
+                why.unwrap_or_else(|| "another machine has not the memory for its ranks' shares".into())
             );
         }
         Ok(())
     }
+}
+
+/// The ranks of this MPI job on this machine (1 when not under `mpirun`).
+pub fn mpi_local_ranks() -> usize {
+    std::env::var("OMPI_COMM_WORLD_LOCAL_SIZE").ok().and_then(|v| v.parse().ok()).unwrap_or(1)
+}
+
+/// The ranks of this MPI job (1 when not under `mpirun`).
+pub fn mpi_world_ranks() -> usize {
+    std::env::var("OMPI_COMM_WORLD_SIZE").ok().and_then(|v| v.parse().ok()).unwrap_or(1)
 }
 
 /// The owner of every vertex of `g` for `ranks` ranks, by a sequential partitioner.
