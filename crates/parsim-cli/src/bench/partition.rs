@@ -91,7 +91,7 @@ fn distributed(files: &[PathBuf]) -> Result<()> {
     use parsim_graph::{block_owner, Csr, DistGraph};
     println!("\ndistributed partitioning, K = p ranks (threads), ε = 3 %; times are wall seconds");
     println!(
-        "{:>22} {:>3} {:>9} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7} {:>7} {:>8} {:>8} {:>8} {:>8}",
+        "{:>22} {:>3} {:>9} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9}",
         "graph",
         "K",
         "block cut",
@@ -105,9 +105,14 @@ fn distributed(files: &[PathBuf]) -> Result<()> {
         "dml s",
         "ml s",
         "bytes/p1",
-        "dml B/p1"
+        "dml B/p1",
+        "metis",
+        "dml/metis"
     );
     let mut ratios: Vec<(usize, [f64; 3])> = Vec::new();
+    let mut vs_metis: Vec<(usize, f64)> = Vec::new();
+    let tmp = std::env::temp_dir().join(format!("parsim-bench-dist-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp)?;
     for f in files {
         let name = f.file_name().and_then(|n| n.to_str()).unwrap_or("").to_string();
         let pg = io::read_graph(f)?;
@@ -127,6 +132,7 @@ fn distributed(files: &[PathBuf]) -> Result<()> {
             let t = Instant::now();
             let ml = multilevel_kway(&pg, &Config::new(k))?.1;
             let ml_s = t.elapsed().as_secs_f64();
+            let metis = gpmetis(f, &pg, k, &tmp, 1)?;
             let blocks: Vec<u32> = (0..n as u32).map(|v| block_owner(n, k, v)).collect();
             let hashed: Vec<u32> = (0..n as u32).map(|v| (v.wrapping_mul(2_654_435_761) >> 7) % k as u32).collect();
             let got = parsim_comm::launch(k, |comm| {
@@ -147,7 +153,7 @@ fn distributed(files: &[PathBuf]) -> Result<()> {
             let r = [of(lp.cut.1), of(dml.cut), of(*hash_cut)];
             ratios.push((k, r));
             println!(
-                "{name:>22} {k:>3} {:>9} {:>8} {:>8} {:>8} {:>8} {:>7.3} {:>7.3} {:>7.3} {secs:>8.4} {ml_s:>8.4} {:>8.3} {:>8.3}",
+                "{name:>22} {k:>3} {:>9} {:>8} {:>8} {:>8} {:>8} {:>7.3} {:>7.3} {:>7.3} {secs:>8.4} {ml_s:>8.4} {:>8.3} {:>8.3} {:>8} {:>9}",
                 lp.cut.0,
                 lp.cut.1,
                 dml.cut,
@@ -157,8 +163,13 @@ fn distributed(files: &[PathBuf]) -> Result<()> {
                 r[1],
                 r[2],
                 bytes as f64 / one as f64,
-                dml_bytes as f64 / one_dml as f64
+                dml_bytes as f64 / one_dml as f64,
+                metis.map_or("-".into(), |m| m.0.to_string()),
+                metis.map_or("-".into(), |m| format!("{:.3}", dml.cut.max(1) as f64 / m.0.max(1) as f64))
             );
+            if let Some(m) = metis {
+                vs_metis.push((k, dml.cut.max(1) as f64 / m.0.max(1) as f64));
+            }
         }
     }
     for k in [2usize, 4] {
@@ -170,7 +181,16 @@ fn distributed(files: &[PathBuf]) -> Result<()> {
             col(1),
             col(2)
         );
+        let m: Vec<f64> = vs_metis.iter().filter(|r| r.0 == k).map(|r| r.1).collect();
+        if !m.is_empty() {
+            println!(
+                "K = p = {k}: geometric mean of the dml cut over gpmetis's: {:.3} over {} graphs",
+                geomean(&m),
+                m.len()
+            );
+        }
     }
+    let _ = std::fs::remove_dir_all(&tmp);
     Ok(())
 }
 

@@ -60,6 +60,10 @@ pub fn exchange_in_rounds<C: Comm, T: Pod + Send>(
 /// The most one rank sends in one round of a construction's exchange.
 const ROUND_BYTES: usize = 256 << 20;
 
+/// The chunks a construction generates its units in (at most): the
+/// endpoints owned elsewhere are held for one chunk at a time.
+const CHUNKS: usize = 64;
+
 /// A sink for generated edges: (u, v, layer).
 pub type Sink<'a> = &'a mut dyn FnMut(u32, u32, u8);
 
@@ -70,7 +74,10 @@ impl DistGraph {
     ///
     /// `gen(k, sink)` emits the edges of this rank's unit `k` (for `k` in
     /// `0..units`) as `sink(u, v, layer)`; it is called twice per unit (once
-    /// to count, once to fill) and must emit the same edges both times. All
+    /// to count, once to fill) and must emit the same edges both times.
+    /// Units are generated in up to 64 chunks; the endpoints owned by other
+    /// ranks travel after each chunk, so beyond its rows a rank holds one
+    /// chunk's worth of them at a time. All
     /// ranks' units together emit every edge: undirected pairs in either
     /// orientation (`directed = false`; both endpoints get the edge), or
     /// directed entries (`directed = true`; only `u`'s row gets `v`, as in a
@@ -112,52 +119,64 @@ impl DistGraph {
         let stride = if layered { 3 } else { 2 };
         let counts: Vec<AtomicU32> = (0..n_own).map(|_| AtomicU32::new(0)).collect();
         let bad = AtomicBool::new(false);
-        // Pass 1: count the endpoints owned here; collect the others per owner.
-        let gathered: Vec<(u64, Vec<Vec<u32>>)> = (0..units)
-            .into_par_iter()
-            .map(|k| {
-                let mut loops = 0u64;
-                let mut out: Vec<Vec<u32>> = vec![Vec::new(); p];
-                gen(k, &mut |u, v, l| {
-                    if u as usize >= n || v as usize >= n {
-                        bad.store(true, Ordering::Relaxed);
-                        return;
-                    }
-                    if u == v {
-                        loops += 1;
-                        return;
-                    }
-                    let ends: &[(u32, u32)] = if directed { &[(u, v)] } else { &[(u, v), (v, u)] };
-                    for &(w, o) in ends {
-                        if (lo..hi).contains(&w) {
-                            counts[(w - lo) as usize].fetch_add(1, Ordering::Relaxed);
-                        } else {
-                            let q = &mut out[block_owner(n, p, w) as usize];
-                            q.extend_from_slice(&[w, o]);
-                            if layered {
-                                q.push(u32::from(l));
+        // Units are generated in chunks (every rank runs as many); after each
+        // chunk, the endpoints owned elsewhere travel to their owners, so no
+        // rank ever holds more than one chunk of them.
+        let chunks = (comm.all_reduce(&[units as u64], ReduceOp::Max)?[0] as usize).clamp(1, CHUNKS);
+        let pass = |local: &(dyn Fn(u32, u32, u8) + Sync)| -> Result<u64> {
+            let mut loops = 0u64;
+            for c in 0..chunks {
+                let outs: Vec<(u64, Vec<Vec<u32>>)> = (c * units / chunks..(c + 1) * units / chunks)
+                    .into_par_iter()
+                    .map(|k| {
+                        let mut loops = 0u64;
+                        let mut out: Vec<Vec<u32>> = vec![Vec::new(); p];
+                        gen(k, &mut |u, v, l| {
+                            if u as usize >= n || v as usize >= n {
+                                bad.store(true, Ordering::Relaxed);
+                                return;
                             }
-                        }
+                            if u == v {
+                                loops += 1;
+                                return;
+                            }
+                            let ends: &[(u32, u32)] = if directed { &[(u, v)] } else { &[(u, v), (v, u)] };
+                            for &(w, o) in ends {
+                                if (lo..hi).contains(&w) {
+                                    local(w, o, l);
+                                } else {
+                                    let q = &mut out[block_owner(n, p, w) as usize];
+                                    q.extend_from_slice(&[w, o]);
+                                    if layered {
+                                        q.push(u32::from(l));
+                                    }
+                                }
+                            }
+                        });
+                        (loops, out)
+                    })
+                    .collect();
+                let mut parts: Vec<Vec<u32>> = vec![Vec::new(); p];
+                for (l, out) in outs {
+                    loops += l;
+                    for (q, v) in out.into_iter().enumerate() {
+                        parts[q].extend_from_slice(&v);
                     }
-                });
-                (loops, out)
-            })
-            .collect();
-        let bad = comm.all_reduce(&[u64::from(bad.into_inner())], ReduceOp::Max)?[0] == 1;
+                }
+                for got in exchange_in_rounds(comm, parts, ROUND_BYTES)? {
+                    got.par_chunks_exact(stride).for_each(|e| local(e[0], e[1], if layered { e[2] as u8 } else { 0 }));
+                }
+            }
+            Ok(loops)
+        };
+        // Pass 1: count the endpoints of every owned row.
+        let count = |w: u32, _: u32, _: u8| {
+            counts[(w - lo) as usize].fetch_add(1, Ordering::Relaxed);
+        };
+        let loops = pass(&count)?;
+        let bad = comm.all_reduce(&[u64::from(bad.load(Ordering::Relaxed))], ReduceOp::Max)?[0] == 1;
         if bad {
             return Err(GraphError::BadArgument(format!("an edge names a vertex beyond the graph ({n} vertices)")));
-        }
-        let mut loops = 0u64;
-        let mut parts: Vec<Vec<u32>> = vec![Vec::new(); p];
-        for (l, out) in gathered {
-            loops += l;
-            for (q, v) in out.into_iter().enumerate() {
-                parts[q].extend_from_slice(&v);
-            }
-        }
-        let got: Vec<u32> = exchange_in_rounds(comm, parts, ROUND_BYTES)?.concat();
-        for e in got.chunks_exact(stride) {
-            counts[(e[0] - lo) as usize].fetch_add(1, Ordering::Relaxed);
         }
         let mut xadj = Vec::with_capacity(n_own + 1);
         xadj.push(0u64);
@@ -176,23 +195,7 @@ impl DistGraph {
                 lay[at].store(l, Ordering::Relaxed);
             }
         };
-        (0..units).into_par_iter().for_each(|k| {
-            gen(k, &mut |u, v, l| {
-                if u == v || u as usize >= n || v as usize >= n {
-                    return;
-                }
-                if (lo..hi).contains(&u) {
-                    put(u, v, l);
-                }
-                if !directed && (lo..hi).contains(&v) {
-                    put(v, u, l);
-                }
-            })
-        });
-        for e in got.chunks_exact(stride) {
-            put(e[0], e[1], if layered { e[2] as u8 } else { 0 });
-        }
-        drop(got);
+        pass(&put)?;
         if counts.iter().zip(xadj.windows(2)).any(|(c, w)| u64::from(c.load(Ordering::Relaxed)) != w[1] - w[0]) {
             return Err(GraphError::BadArgument("the generator emitted different edges on its second call".into()));
         }
