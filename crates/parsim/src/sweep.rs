@@ -271,9 +271,10 @@ fn read_sweep(sc: &mut Scenario, seed: u64) -> Result<SweepSetup, InputError> {
     let timeout = match t.raw("task_timeout_s") {
         None => None,
         Some(v) => {
-            let s = v.as_float().or(v.as_integer().map(|i| i as f64)).filter(|s| *s > 0.0 && s.is_finite());
+            // At most about 31 years: a longer one is no timeout, and would overflow a Duration.
+            let s = v.as_float().or(v.as_integer().map(|i| i as f64)).filter(|s| *s > 0.0 && *s <= 1e9);
             Some(std::time::Duration::from_secs_f64(
-                s.ok_or_else(|| t.error("task_timeout_s", format!("expected seconds > 0, found {v}")))?,
+                s.ok_or_else(|| t.error("task_timeout_s", format!("expected seconds in (0, 1e9], found {v}")))?,
             ))
         }
     };

@@ -144,7 +144,7 @@ fn queues(sc: &mut Scenario) -> Result<Queues, InputError> {
     let q = Queues {
         width: t.int("width", Some(8), 1..=1 << 16)? as u32,
         height: t.int("height", Some(8), 1..=1 << 16)? as u32,
-        jobs_per_server: t.int("jobs_per_server", Some(2), 0..=1 << 16)? as u32,
+        jobs_per_server: t.int("jobs_per_server", Some(2), 1..=1 << 16)? as u32,
         service: t.float("service", 1.0, f64::MIN_POSITIVE..=f64::MAX)?,
         transit: t.float("transit", 0.5, f64::MIN_POSITIVE..=f64::MAX)?,
         end: t.float("end", 1000.0, 0.0..=f64::MAX)?,

@@ -82,3 +82,24 @@ fn mpi_backend_without_the_feature_is_explained() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--features mpi"), "{err}");
 }
+
+#[test]
+fn values_that_used_to_panic_exit_2_naming_the_key() {
+    // A queueing network with no jobs: refused, not an index out of bounds.
+    let o = parsim(&["run", "scenarios/queues.toml", "--set", "queues.jobs_per_server=0"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("jobs_per_server") && !err.contains("panicked"), "{err}");
+    // A task timeout too long for a Duration: refused, not a panic.
+    let o = parsim(&[
+        "sweep",
+        "scenarios/sweep-epidemic.toml",
+        "--set",
+        "sweep.isolate=\"process\"",
+        "--set",
+        "sweep.task_timeout_s=1e300",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("task_timeout_s") && err.contains("1e9") && !err.contains("panicked"), "{err}");
+}
