@@ -228,6 +228,17 @@ pub fn epidemic_experiment() -> Experiment<Epidemic> {
 
 fn read_grid(sc: &mut Scenario, run: &mut RunSettings) -> Result<grid::GridConfig, InputError> {
     let cfg = grid::GridConfig::from_scenario(sc, run.threads_per_rank)?;
+    // Two fields of every cell, this machine's share of them: refused before anything is allocated.
+    let share = match run.backend {
+        parsim::Backend::Threads => 1.0,
+        _ => parsim_core::mem::mpi_local_ranks() as f64 / parsim_core::mem::mpi_world_ranks().max(1) as f64,
+    };
+    let cells: f64 = cfg.spec.size.iter().map(|&n| n as f64).product();
+    let (bytes, kind) = cfg.cell_bytes();
+    if let Some(why) = parsim_core::mem::shortfall(2.0 * bytes as f64 * cells * share, &format!("two {kind} fields")) {
+        let dims = cfg.spec.size.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(", ");
+        return Err(sc.error_at("grid", "size", format!("[grid] size = [{dims}] {why}")));
+    }
     if run.backend == parsim::Backend::Threads {
         cfg.check(sc, run.ranks)?;
     }

@@ -36,6 +36,7 @@
 mod digest;
 mod exact_sum;
 pub mod io;
+pub mod mem;
 mod phase;
 pub mod rng;
 pub mod trace;

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use parsim_comm::Comm;
+use parsim_comm::{Comm, ReduceOp};
 use parsim_core::{Digest, Digester, ExactSum, Phase, SetDigest};
 use rayon::prelude::*;
 
@@ -459,9 +459,13 @@ fn total_of<C: Comm, T: Cell>(comm: &C, f: &Field<T>) -> Result<f64, GridError> 
     Ok(comm.all_reduce_exact(&total)?.value())
 }
 
+/// The total and the residual after `step`; a value that is not finite
+/// (an overflow of the cell type, or of the sums) stops the run, naming the
+/// step and the first rank where a cell went bad.
 fn reduce<C: Comm, T: Cell>(comm: &C, old: &Field<T>, new: &Field<T>, step: u64) -> Result<Reduction, GridError> {
     let mut total = ExactSum::new();
     let mut sq = ExactSum::new();
+    let mut bad = false;
     let o = new.owned();
     for z in o.lo[0]..o.hi[0] {
         for y in o.lo[1]..o.hi[1] {
@@ -469,6 +473,7 @@ fn reduce<C: Comm, T: Cell>(comm: &C, old: &Field<T>, new: &Field<T>, step: u64)
             let n = o.hi[2] - o.lo[2];
             for (&a, &b) in new.data[i..i + n].iter().zip(&old.data[i..i + n]) {
                 let (a, b) = (a.to_f64(), b.to_f64());
+                bad |= !a.is_finite();
                 total.add(a);
                 sq.add((a - b) * (a - b));
             }
@@ -476,6 +481,20 @@ fn reduce<C: Comm, T: Cell>(comm: &C, old: &Field<T>, new: &Field<T>, step: u64)
     }
     let total = comm.all_reduce_exact(&total)?.value();
     let residual = comm.all_reduce_exact(&sq)?.value().sqrt();
+    let first_bad = comm.all_reduce(&[if bad { comm.rank() as u64 } else { u64::MAX }], ReduceOp::Min)?[0];
+    if first_bad != u64::MAX {
+        return Err(GridError::NonFinite(format!(
+            "a cell is not finite (inf or NaN) after step {step}, first on rank {first_bad}: the values overflowed \
+             the cell type; check alpha, the boundary value and the initial field"
+        )));
+    }
+    if !total.is_finite() || !residual.is_finite() {
+        return Err(GridError::NonFinite(format!(
+            "the total over all cells ({total}) or the residual ({residual}) is not finite after step {step}: \
+             the cells are finite but their sum overflows f64 (values near {:e}); use smaller values",
+            f64::MAX
+        )));
+    }
     Ok(Reduction { step, total, residual })
 }
 

@@ -77,6 +77,10 @@ pub enum GridError {
     /// back to its last checkpoint.
     #[error("invariant violated: {0}")]
     Invariant(String),
+    /// The field went non-finite (inf or NaN): the run stops, naming the
+    /// step and the rank.
+    #[error("{0}")]
+    NonFinite(String),
     /// Writing output failed.
     #[error("cannot write {path}: {msg}")]
     Io {

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -32,11 +32,35 @@ struct Header {
     parsim_sweep: String,
 }
 
+/// One line of the log: a record and its checksum (a digest of the sweep's
+/// fingerprint and the record's JSON), so that a record edited by hand,
+/// corrupted, or copied from another sweep is refused on `--resume`.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Line {
+    sum: String,
+    record: Record,
+}
+
+/// The checksum of `r` in the sweep with `fingerprint`.
+fn checksum(fingerprint: &str, r: &Record) -> String {
+    let mut d = parsim_core::Digester::new();
+    d.write_str(fingerprint);
+    d.write_str(&serde_json::to_string(r).expect("record"));
+    d.finish().to_string()
+}
+
+/// The log line of `r`.
+fn line_of(fingerprint: &str, r: &Record) -> String {
+    serde_json::to_string(&Line { sum: checksum(fingerprint, r), record: r.clone() }).expect("record") + "\n"
+}
+
 /// An append-only task log.
 pub struct Store {
     path: PathBuf,
     file: Option<File>,
     sync: bool,
+    fingerprint: String,
 }
 
 fn err(path: &Path, e: impl std::fmt::Display) -> SweepError {
@@ -46,7 +70,7 @@ fn err(path: &Path, e: impl std::fmt::Display) -> SweepError {
 impl Store {
     /// A log that keeps nothing (benchmarks, tests).
     pub fn memory() -> Store {
-        Store { path: PathBuf::new(), file: None, sync: false }
+        Store { path: PathBuf::new(), file: None, sync: false, fingerprint: String::new() }
     }
 
     /// Opens `path` for the sweep with `fingerprint`. With `resume`, returns
@@ -55,10 +79,13 @@ impl Store {
     pub fn open(path: &Path, fingerprint: &str, resume: bool, sync: bool) -> Result<(Store, Vec<Record>)> {
         let mut done = Vec::new();
         if resume && path.exists() {
-            let f = File::open(path).map_err(|e| err(path, e))?;
-            let mut lines = BufReader::new(f).lines();
-            let head = lines.next().transpose().map_err(|e| err(path, e))?.unwrap_or_default();
-            let h: Header = serde_json::from_str(&head)
+            let text = std::fs::read(path).map_err(|e| err(path, e))?;
+            let text = String::from_utf8(text).map_err(|_| err(path, "not a parsim sweep log (not UTF-8); remove it or run without --resume"))?;
+            // The last line is torn when the file does not end with a newline.
+            let torn_tail = !text.is_empty() && !text.ends_with('\n');
+            let mut lines = text.lines();
+            let head = lines.next().unwrap_or_default();
+            let h: Header = serde_json::from_str(head)
                 .map_err(|_| err(path, "not a parsim sweep log (bad header); remove it or run without --resume"))?;
             if h.parsim_sweep != fingerprint {
                 return Err(err(
@@ -66,20 +93,52 @@ impl Store {
                     "the log belongs to a different sweep (scenario, parameters or seed changed); run without --resume",
                 ));
             }
-            let all: Vec<String> = lines.collect::<std::io::Result<_>>().map_err(|e| err(path, e))?;
+            let all: Vec<&str> = lines.collect();
             let n = all.len();
+            let mut seen: BTreeMap<(usize, u64), usize> = BTreeMap::new();
+            let refuse = |line: usize, why: &str| {
+                err(
+                    path,
+                    format!(
+                        "line {line}: {why}; the log cannot be trusted: remove it (or the line) and run again, or run without --resume"
+                    ),
+                )
+            };
             for (i, l) in all.iter().enumerate() {
-                match serde_json::from_str::<Record>(l) {
-                    Ok(r) => done.push(r),
-                    // A torn last line: the task is simply run again.
-                    Err(_) if i + 1 == n => {}
-                    Err(e) => return Err(err(path, format!("line {}: {e}", i + 2))),
+                let line: Line = match serde_json::from_str(l) {
+                    Ok(line) => line,
+                    // A torn last line (no newline at its end): the task is simply run again.
+                    Err(_) if i + 1 == n && torn_tail => continue,
+                    Err(e) => return Err(refuse(i + 2, &format!("not a task record ({e})"))),
+                };
+                if line.sum != checksum(fingerprint, &line.record) {
+                    return Err(refuse(i + 2, "the record does not match its checksum (edited or corrupted)"));
+                }
+                let r = line.record;
+                if r.attempts == 0 {
+                    return Err(refuse(i + 2, "a record with 0 attempts"));
+                }
+                match seen.get(&(r.point, r.replication)) {
+                    Some(&j) if done[j] != r => {
+                        return Err(refuse(
+                            i + 2,
+                            &format!(
+                                "point {} replication {} is recorded twice with different results",
+                                r.point, r.replication
+                            ),
+                        ))
+                    }
+                    Some(_) => {}
+                    None => {
+                        seen.insert((r.point, r.replication), done.len());
+                        done.push(r);
+                    }
                 }
             }
             // Rewrite without a torn tail, then append.
             let mut text = serde_json::to_string(&h).expect("header") + "\n";
             for r in &done {
-                text += &(serde_json::to_string(r).expect("record") + "\n");
+                text += &line_of(fingerprint, r);
             }
             parsim_core::io::write_atomic(path, text.as_bytes()).map_err(|e| err(path, e))?;
         } else {
@@ -88,13 +147,13 @@ impl Store {
                 .map_err(|e| err(path, e))?;
         }
         let file = OpenOptions::new().append(true).open(path).map_err(|e| err(path, e))?;
-        Ok((Store { path: path.to_path_buf(), file: Some(file), sync }, done))
+        Ok((Store { path: path.to_path_buf(), file: Some(file), sync, fingerprint: fingerprint.to_string() }, done))
     }
 
     /// Appends one record.
     pub fn append(&mut self, r: &Record) -> Result<()> {
         let Some(f) = self.file.as_mut() else { return Ok(()) };
-        let line = serde_json::to_string(r).expect("record") + "\n";
+        let line = line_of(&self.fingerprint, r);
         f.write_all(line.as_bytes()).map_err(|e| err(&self.path, e))?;
         if self.sync {
             f.sync_data().map_err(|e| err(&self.path, e))?;

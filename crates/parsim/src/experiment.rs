@@ -134,13 +134,17 @@ impl<M: Model> Experiment<M> {
     pub fn cmd_run(&self, a: &RunArgs) -> Result<Option<Finished>, Error> {
         let mut sc = self.load_scenario(a.scenario.as_deref(), &a.set)?;
         if let Some(s) = a.seed {
-            sc.set_value("run", "seed", toml::Value::Integer(s as i64));
+            let s = i64::try_from(s)
+                .map_err(|_| InputError::flag(&format!("--seed {s}"), format!("at most {} (a TOML integer)", i64::MAX)))?;
+            sc.set_value("run", "seed", toml::Value::Integer(s));
         }
         if let Some(r) = a.ranks {
             if r == 0 {
                 return Err(InputError::flag("--ranks 0", "the number of ranks must be at least 1").into());
             }
-            sc.set_value("run", "ranks", toml::Value::Integer(r as i64));
+            let r = i64::try_from(r)
+                .map_err(|_| InputError::flag(&format!("--ranks {r}"), format!("at most {}", i64::MAX)))?;
+            sc.set_value("run", "ranks", toml::Value::Integer(r));
         }
         if let Some(b) = &a.backend {
             parse_backend(b, "--backend")?;

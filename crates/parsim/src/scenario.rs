@@ -45,15 +45,24 @@ pub struct Scenario {
     claimed: BTreeSet<String>,
 }
 
-fn type_name(v: &Value) -> &'static str {
+/// What a wrong value was, with the value itself (shortened): `the string
+/// "abc"`, `the float 1.5`, `a table`.
+fn type_name(v: &Value) -> String {
+    let shown = |text: String| {
+        let mut t: String = text.chars().take(60).collect();
+        if t.len() < text.len() {
+            t.push('…');
+        }
+        t
+    };
     match v {
-        Value::String(_) => "a string",
-        Value::Integer(_) => "an integer",
-        Value::Float(_) => "a float",
-        Value::Boolean(_) => "a boolean",
-        Value::Datetime(_) => "a date",
-        Value::Array(_) => "an array",
-        Value::Table(_) => "a table",
+        Value::String(s) => format!("the string {}", shown(format!("{s:?}"))),
+        Value::Integer(i) => format!("the integer {i}"),
+        Value::Float(f) => format!("the float {f}"),
+        Value::Boolean(b) => format!("the boolean {b}"),
+        Value::Datetime(d) => format!("the date {d}"),
+        Value::Array(_) => format!("the array {}", shown(v.to_string())),
+        Value::Table(_) => "a table".into(),
     }
 }
 
@@ -293,7 +302,8 @@ impl Section<'_> {
 
     /// A number (integer or float) in `range`, or `default` when absent.
     pub fn float(&mut self, key: &str, default: f64, range: RangeInclusive<f64>) -> Result<f64, InputError> {
-        let bounds = format!("a number in {}..={}", range.start(), range.end());
+        let num = |x: f64| if x != 0.0 && !(1e-4..1e9).contains(&x.abs()) { format!("{x:e}") } else { format!("{x}") };
+        let bounds = format!("a number in {}..={}", num(*range.start()), num(*range.end()));
         let x = match self.take(key) {
             None => return Ok(default),
             Some(Value::Float(f)) => f,
@@ -392,7 +402,7 @@ mod tests {
         let mut r = s.section("ring", true).unwrap();
         let e = r.int("laps", None, 1..=10).unwrap_err();
         assert_eq!(e.place, "s.toml:2");
-        assert!(e.msg.contains("found a string"), "{e}");
+        assert!(e.msg.contains("found the string \"many\""), "{e}");
         let e = r.int("nodes", None, 1..=10).unwrap_err();
         assert_eq!(e.place, "s.toml:3");
         assert!(e.msg.contains("found 0"), "{e}");

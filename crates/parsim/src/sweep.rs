@@ -51,6 +51,13 @@ fn number(t: &Section<'_>, key: &str, tb: &toml::Table, name: &str) -> Result<Op
     }
 }
 
+/// The most values one parameter may take, and the most points and tasks a
+/// sweep may have: each task keeps a record in memory and in `tasks.jsonl`,
+/// so a sweep beyond these is refused before anything is allocated.
+const MAX_VALUES: usize = 1_000_000;
+const MAX_POINTS: u64 = 10_000_000;
+const MAX_TASKS: u64 = 100_000_000;
+
 /// The values of one swept parameter: a list, or { start, stop, step }, or { start, stop, num, log }.
 fn values(t: &Section<'_>, key: &str, v: &Value) -> Result<Vec<Json>, InputError> {
     let k = format!("parameters.{key}");
@@ -71,9 +78,16 @@ fn values(t: &Section<'_>, key: &str, v: &Value) -> Result<Vec<Json>, InputError
                 if num < 1.0 || num.fract() != 0.0 {
                     return Err(t.error(&k, format!("num must be a whole number ≥ 1, found {num}")));
                 }
-                let log = tb.get("log").and_then(Value::as_bool).unwrap_or(false);
+                let log = match tb.get("log") {
+                    None => false,
+                    Some(Value::Boolean(b)) => *b,
+                    Some(o) => return Err(t.error(&format!("{k}.log"), format!("expected true or false, found {o}"))),
+                };
                 if log && (start <= 0.0 || stop <= 0.0) {
                     return Err(t.error(&k, "a log-spaced range needs start > 0 and stop > 0"));
+                }
+                if num > MAX_VALUES as f64 {
+                    return Err(t.error(&k, format!("num = {num}: at most {MAX_VALUES} values per parameter")));
                 }
                 let n = num as usize;
                 (0..n)
@@ -91,10 +105,14 @@ fn values(t: &Section<'_>, key: &str, v: &Value) -> Result<Vec<Json>, InputError
                 if step == 0.0 || (stop - start) * step < 0.0 {
                     return Err(t.error(&k, format!("step {step} never goes from {start} to {stop}")));
                 }
-                let n = ((stop - start) / step + 1e-9).floor() as usize + 1;
-                if n > 1_000_000 {
-                    return Err(t.error(&k, format!("{n} values: too many")));
+                let n = ((stop - start) / step + 1e-9).floor() + 1.0;
+                if !(n <= MAX_VALUES as f64) {
+                    return Err(t.error(
+                        &k,
+                        format!("{n} values from {start} to {stop} in steps of {step}: at most {MAX_VALUES} per parameter"),
+                    ));
                 }
+                let n = n as usize;
                 (0..n)
                     .map(|i| {
                         let x = start + i as f64 * step;
@@ -144,6 +162,7 @@ struct SweepSetup {
     ranks_per_task: usize,
     isolate: Isolation,
     timeout: Option<std::time::Duration>,
+    allow_failures: bool,
 }
 
 fn task_list(t: &mut Section<'_>, key: &str) -> Result<Vec<(usize, u64, u32)>, InputError> {
@@ -164,8 +183,9 @@ fn task_list(t: &mut Section<'_>, key: &str) -> Result<Vec<(usize, u64, u32)>, I
 }
 
 /// Reads `[sweep]` into a spec (its seed from `[run] seed`) and the rest of its keys.
-fn read_sweep(sc: &mut Scenario, seed: u64) -> Result<SweepSetup, InputError> {
+fn read_sweep(sc: &mut Scenario, seed: u64, model_table: &str) -> Result<SweepSetup, InputError> {
     let mut t = sc.section("sweep", true)?;
+    let allow_failures = t.boolean("allow_failures", false)?;
     let metrics = match t.raw("metrics") {
         None => None,
         Some(Value::Array(a)) if !a.is_empty() => Some(
@@ -192,11 +212,32 @@ fn read_sweep(sc: &mut Scenario, seed: u64) -> Result<SweepSetup, InputError> {
     if params.is_empty() {
         return Err(t.error("parameters", "no parameters to sweep"));
     }
+    // Every key names its table: a bare key is the model's own table's
+    // (`beta` is `abm.beta` for the epidemic), written out in full so that
+    // results and resumes name it; a key with more than one dot names nothing.
+    let mut named = toml::Table::new();
+    for (k, v) in params {
+        let full = match k.split('.').count() {
+            1 if !k.is_empty() => format!("{model_table}.{k}"),
+            2 if !k.starts_with('.') && !k.ends_with('.') => k.clone(),
+            _ => return Err(t.error(&format!("parameters.{k}"), "a swept key is TABLE.KEY, e.g. \"abm.beta\"")),
+        };
+        if named.insert(full.clone(), v).is_some() {
+            return Err(t.error(&format!("parameters.{k}"), format!("{full} is swept twice")));
+        }
+    }
+    let params = named;
     let points = match t.raw("latin_hypercube") {
         None => {
             let mut lists = Vec::new();
+            let mut count = 1u64;
             for (k, v) in &params {
-                lists.push((k.clone(), values(&t, k, v)?));
+                let vs = values(&t, k, v)?;
+                count = count.saturating_mul(vs.len() as u64);
+                lists.push((k.clone(), vs));
+            }
+            if count > MAX_POINTS {
+                return Err(t.error("parameters", format!("{count} points in all: at most {MAX_POINTS}")));
             }
             spec::grid(&lists)
         }
@@ -206,6 +247,9 @@ fn read_sweep(sc: &mut Scenario, seed: u64) -> Result<SweepSetup, InputError> {
                 .and_then(Value::as_integer)
                 .filter(|&n| n >= 1)
                 .ok_or_else(|| t.error("latin_hypercube", "expected { points = N } with N ≥ 1"))?;
+            if n as u64 > MAX_POINTS {
+                return Err(t.error("latin_hypercube", format!("points = {n}: at most {MAX_POINTS}")));
+            }
             let mut ranges = Vec::new();
             for (k, v) in &params {
                 let r = v.as_array().filter(|a| a.len() == 2).and_then(|a| {
@@ -255,6 +299,18 @@ fn read_sweep(sc: &mut Scenario, seed: u64) -> Result<SweepSetup, InputError> {
         }
         (None, Some(v)) => return Err(t.error("until", format!("expected {{ metric, rel_halfwidth, … }}, found {v}"))),
     };
+    let per_point = match &replications {
+        Replications::Fixed(r) => *r,
+        Replications::Until { max, .. } => *max,
+    };
+    let tasks = per_point.saturating_mul(points.len() as u64);
+    if tasks > MAX_TASKS {
+        let key = if matches!(replications, Replications::Fixed(_)) { "replications" } else { "until.max" };
+        return Err(t.error(
+            key,
+            format!("{} point(s) × {per_point} replications = {tasks} tasks: at most {MAX_TASKS}", points.len()),
+        ));
+    }
     let confidence = match t.raw("until") {
         Some(Value::Table(u)) => u.get("confidence").and_then(|c| c.as_float()).unwrap_or(confidence),
         _ => confidence,
@@ -287,7 +343,16 @@ fn read_sweep(sc: &mut Scenario, seed: u64) -> Result<SweepSetup, InputError> {
         }
         (_, m) => m,
     };
-    Ok(SweepSetup { spec, workers: (workers > 0).then_some(workers), metrics, group, ranks_per_task, isolate, timeout })
+    Ok(SweepSetup {
+        spec,
+        workers: (workers > 0).then_some(workers),
+        metrics,
+        group,
+        ranks_per_task,
+        isolate,
+        timeout,
+        allow_failures,
+    })
 }
 
 /// The scenario of one task: the point's values, the task's seed, the
@@ -558,11 +623,12 @@ pub(crate) fn run<M: Model>(exp: &Experiment<M>, a: &SweepArgs) -> Result<Option
         .into());
     }
     let seed = read_run_table(&mut sc.clone(), false)?.seed;
-    let SweepSetup { spec, workers: workers_key, metrics: wanted, group, ranks_per_task, isolate, timeout } =
-        read_sweep(&mut sc, seed)?;
+    let SweepSetup { spec, workers: workers_key, metrics: wanted, group, ranks_per_task, isolate, timeout, allow_failures } =
+        read_sweep(&mut sc, seed, exp.model().table())?;
     let isolate = match &a.isolate {
         None => isolate,
-        Some(s) => Isolation::parse(s).ok_or_else(|| InputError::flag("--isolate", "expected thread or process"))?,
+        Some(s) => Isolation::parse(s)
+            .ok_or_else(|| InputError::flag(&format!("--isolate {s}"), "expected thread or process"))?,
     };
     if timeout.is_some() && isolate == Isolation::Thread {
         return Err(InputError {
@@ -585,15 +651,16 @@ pub(crate) fn run<M: Model>(exp: &Experiment<M>, a: &SweepArgs) -> Result<Option
         );
     }
     let resume = a.resume || a.restart.is_some();
-    // Every swept key must be a key of the scenario: plan the first point.
-    {
-        let task = Task { point: 0, replication: 0, attempt: 0 };
+    // Every point must be a valid scenario: each is planned (validated)
+    // before the first task runs, and the first bad one stops the sweep.
+    for point in &spec.points {
+        let task = Task { point: point.index, replication: 0, attempt: 0 };
         let mut probe = task_scenario(&sc, &spec, &task, 0, exp.model().table());
         run::plan(exp, &mut probe, Some(scratch.clone()), None, false).map_err(|e| {
-            let keys: Vec<&str> = spec.points[0].values.iter().map(|(k, _)| k.as_str()).collect();
+            let values: Vec<String> = point.values.iter().map(|(k, v)| format!("{k} = {v}")).collect();
             InputError {
                 place: sc.path().display().to_string(),
-                msg: format!("[sweep] parameters {keys:?} do not fit the scenario: {e}"),
+                msg: format!("[sweep] point {} ({}) is not a valid scenario: {e}", point.index, values.join(", ")),
             }
         })?;
     }
@@ -643,6 +710,18 @@ pub(crate) fn run<M: Model>(exp: &Experiment<M>, a: &SweepArgs) -> Result<Option
     let Some(o) = outcome else { return Ok(None) };
     write_outputs(&spec, &o, &out, wanted.as_deref(), quiet)?;
     let _ = std::fs::remove_dir_all(&scratch);
+    let failed: usize = o.points.iter().map(|p| p.failed.len()).sum();
+    if failed > 0 && !allow_failures {
+        let first = o.points.iter().find_map(|p| p.failed.first().map(|f| (p.point.index, f))).expect("a failure");
+        return Err(Error::Run(format!(
+            "{failed} task(s) failed after every retry (the results in {} leave them out); the first, point {} \
+             replication {}: {}. Set [sweep] allow_failures = true to accept a sweep with failed tasks",
+            out.display(),
+            first.0,
+            first.1 .0,
+            first.1 .1
+        )));
+    }
     Ok(Some(o))
 }
 

@@ -117,7 +117,9 @@ impl GridConfig {
             _ => 1.0 / 6.0,
         };
         let alpha = t.float("alpha", 0.1f64.min(stable), 0.0..=stable)?;
-        let value = t.float("boundary_value", 0.0, f64::MIN..=f64::MAX)?;
+        // Residuals square the change of a cell and sum it over every cell:
+        // beyond ±1e100 those sums overflow f64 on any grid that fits in memory.
+        let value = t.float("boundary_value", 0.0, -1e100..=1e100)?;
         let boundary = match t.raw("boundary") {
             None => vec![Boundary::Periodic],
             Some(Value::String(s)) => vec![boundary_of(&s, value).ok_or_else(|| {
@@ -183,6 +185,15 @@ impl GridConfig {
         spec.png = png;
         spec.threads_per_rank = threads_per_rank;
         Ok(GridConfig { spec, stencil, single, alpha, init })
+    }
+
+    /// Bytes of one cell and the cell type's name.
+    pub fn cell_bytes(&self) -> (usize, &'static str) {
+        match (self.stencil, self.single) {
+            (StencilKind::Life, _) => (1, "u8"),
+            (_, true) => (4, "f32"),
+            _ => (8, "f64"),
+        }
     }
 
     fn radius_reach(&self) -> (usize, Reach) {

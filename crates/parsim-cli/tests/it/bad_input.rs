@@ -26,7 +26,7 @@ fn wrong_type_exits_2_naming_key_and_line() {
     let p = scenario(&d, "s.toml", &GOOD.replace("laps = 3", "laps = \"three\""));
     let (code, err) = run_err(&p, &[]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("s.toml:8") && err.contains("laps") && err.contains("found a string"), "{err}");
+    assert!(err.contains("s.toml:8") && err.contains("laps") && err.contains("found the string \"three\""), "{err}");
 }
 
 #[test]

@@ -54,10 +54,18 @@ fn retried_tasks_give_the_clean_table_and_permanent_failures_are_reported() {
     let flaky = format!("{fixed}\ninject_faults = [[1, 2, 1], [0, 4, 2]]");
     assert_eq!(run_sweep(&sweep_file(&dir, "b.toml", &flaky), &dir.join("b"), &[]), clean);
     let broken = format!("{fixed}\ninject_faults = [[1, 3, 9]]");
-    let got = run_sweep(&sweep_file(&dir, "c.toml", &broken), &dir.join("c"), &[]);
+    let allowed = format!("{broken}\nallow_failures = true");
+    let got = run_sweep(&sweep_file(&dir, "c.toml", &allowed), &dir.join("c"), &[]);
     let row1: Vec<&str> = got.lines().nth(2).unwrap().split(',').collect();
     assert_eq!((row1[2], row1[3], row1[4]), ("6", "1", "5"), "{got}");
     assert_eq!(got.lines().nth(1), clean.lines().nth(1));
+    // Without allow_failures the same sweep writes its table and exits 1, counting the failures.
+    let f = sweep_file(&dir, "d.toml", &broken);
+    let o = parsim(&["sweep", f.to_str().unwrap(), "--out", dir.join("d").to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("1 task(s) failed") && err.contains("point 1 replication 3"), "{err}");
+    assert_eq!(std::fs::read_to_string(dir.join("d/results.csv")).unwrap(), got);
 }
 
 /// The pids of the task processes serving the sweep writing to `out`.
@@ -138,8 +146,8 @@ fn a_task_over_its_time_limit_is_killed_and_reported() {
     // Isolation from the command line: the children get it too.
     let o = parsim(&["sweep", f.to_str().unwrap(), "--out", out.to_str().unwrap(), "--isolate", "process"]);
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "{err}");
-    assert!(err.contains("timed out after") && err.contains("giving up"), "{err}");
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("timed out after") && err.contains("giving up") && err.contains("2 task(s) failed"), "{err}");
     let row: Vec<String> = std::fs::read_to_string(out.join("results.csv"))
         .unwrap()
         .lines()
@@ -231,6 +239,27 @@ fn bad_sweeps_exit_2_with_the_key_and_line() {
         "parameters = { \"abm.beta\" = [0.1] }\nreplications = 2\ntask_timeout_s = 5",
         &["task_timeout_s needs isolate"],
     );
+    // Found by the hardening campaign (issue 20): each was accepted, or crashed, before.
+    bad("log.toml", "parameters = { \"abm.beta\" = { start = 0.01, stop = 0.1, num = 3, log = \"yes\" } }\nreplications = 2", &["log.toml:13", "log", "true or false"]);
+    bad("num.toml", "parameters = { \"abm.beta\" = { start = 0.01, stop = 0.1, num = 1e12 } }\nreplications = 2", &["num.toml:13", "at most 1000000 values"]);
+    bad("lhs.toml", "parameters = { \"abm.beta\" = [0.01, 0.1] }\nreplications = 2\nlatin_hypercube = { points = 1e12 }", &["latin_hypercube"]);
+    bad("lhs2.toml", "parameters = { \"abm.beta\" = [0.01, 0.1] }\nreplications = 2\nlatin_hypercube = { points = 1000000000000 }", &["at most 10000000"]);
+    bad("reps.toml", "parameters = { \"abm.beta\" = [0.01, 0.1] }\nreplications = 9223372036854775807", &["reps.toml:14", "tasks: at most"]);
+    bad("dots.toml", "parameters = { \"abm.x.beta\" = [0.1] }\nreplications = 2", &["TABLE.KEY"]);
+    bad("bare.toml", "parameters = { \"betta\" = [0.1] }\nreplications = 2", &["abm.betta", "unknown key"]);
+    bad("late.toml", "parameters = { \"abm.beta\" = [0.1, 7.0] }\nreplications = 2", &["point 1 (abm.beta = 7.0)", "beta"]);
+    // A watched metric the model does not report is known only when a task
+    // has run: every task fails, and the sweep says so with exit 1.
+    let f = sweep_file(&dir, "metric.toml", "parameters = { \"abm.beta\" = [0.1] }\nuntil = { metric = \"atack_rate\", rel_halfwidth = 0.1, min = 2, max = 2 }\nretries = 0");
+    let o = parsim(&["sweep", f.to_str().unwrap(), "--out", dir.join("m").to_str().unwrap()]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(e.contains("2 task(s) failed") && e.contains("atack_rate"), "{e}");
+    // A bare key is the model's table's: `beta` sweeps abm.beta, and the table says so.
+    let got = run_sweep(&sweep_file(&dir, "b.toml", "parameters = { \"beta\" = [0.04, 0.08] }\nreplications = 2\nmetrics = [\"attack_rate\"]"), &dir.join("b"), &[]);
+    assert!(got.starts_with("point,abm.beta,"), "{got}");
+    let rows: Vec<&str> = got.lines().skip(1).map(|l| l.split_once(',').unwrap().1.split_once(',').unwrap().1).collect();
+    assert_ne!(rows[0], rows[1], "{got}");
     // A sweep scenario given to `parsim run` says what to do.
     let f = sweep_file(&dir, "run.toml", "parameters = { \"abm.beta\" = [0.1] }\nreplications = 2");
     let o = parsim(&["run", f.to_str().unwrap()]);

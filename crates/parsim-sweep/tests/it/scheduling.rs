@@ -105,6 +105,45 @@ fn resuming_from_a_partial_log_gives_the_same_table() {
 }
 
 #[test]
+fn an_edited_or_contradictory_log_is_refused_on_resume() {
+    let dir = std::env::temp_dir().join(format!("parsim-sweep-edit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("tasks.jsonl");
+    let s = sweep(Replications::Fixed(3));
+    let (mut store, _) = Store::open(&path, &s.fingerprint(), false, true).unwrap();
+    exec::run_threads(&s, 2, &model, &mut store, vec![], &|_| {}).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let resume = |t: &str| {
+        std::fs::write(&path, t).unwrap();
+        Store::open(&path, &s.fingerprint(), true, true).map(|(_, d)| d.len()).map_err(|e| e.to_string())
+    };
+    assert_eq!(resume(&text).unwrap(), text.lines().count() - 1);
+    // A value edited by hand (the checksum no longer matches).
+    let line = text.lines().nth(1).unwrap();
+    let at = line.find("\"x\":").expect("metric x") + 4;
+    let edited = format!("{}1e308{}", &line[..at], &line[at..].trim_start_matches(|c: char| c == '-' || c == '.' || c == 'e' || c.is_ascii_digit()));
+    let e = resume(&text.replace(line, &edited)).unwrap_err();
+    assert!(e.contains("line 2") && e.contains("checksum"), "{e}");
+    // An Ok record turned into an Err.
+    let e = resume(&text.replace(line, &line.replace("\"Ok\":", "\"Err\":"))).unwrap_err();
+    assert!(e.contains("line 2"), "{e}");
+    // The same task twice with different results (each line valid on its own).
+    let (p0, p1) = (text.lines().nth(1).unwrap(), text.lines().nth(2).unwrap());
+    let r0: parsim_sweep::Record = serde_json::from_value(serde_json::from_str::<serde_json::Value>(p0).unwrap()["record"].clone()).unwrap();
+    let mut r1: parsim_sweep::Record = serde_json::from_value(serde_json::from_str::<serde_json::Value>(p1).unwrap()["record"].clone()).unwrap();
+    (r1.point, r1.replication) = (r0.point, r0.replication);
+    let mut d = parsim_core::Digester::new();
+    d.write_str(&s.fingerprint());
+    d.write_str(&serde_json::to_string(&r1).unwrap());
+    let forged = json!({"sum": d.finish().to_string(), "record": r1});
+    let e = resume(&format!("{text}{forged}\n")).unwrap_err();
+    assert!(e.contains("recorded twice with different results"), "{e}");
+    // The same record twice is harmless.
+    assert_eq!(resume(&format!("{text}{p0}\n")).unwrap(), text.lines().count() - 1);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn bad_sweeps_name_the_key() {
     let key = |s: SweepSpec| match s.check() {
         Err(parsim_sweep::SweepError::Config { key, .. }) => key,

@@ -25,12 +25,8 @@ fn bytes_per_agent(mean_degree: f64, layered: bool) -> f64 {
     (mean_degree * if layered { 5.0 } else { 4.0 } + 12.0) * 1.1
 }
 
-/// Memory the kernel says is available, in bytes (Linux; `None` elsewhere).
-fn mem_available() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    line.split_whitespace().nth(1)?.parse::<u64>().ok().map(|kb| kb * 1024)
-}
+use parsim_core::mem::available as mem_available;
+pub use parsim_core::mem::{mpi_local_ranks, mpi_world_ranks};
 
 impl AbmSetup {
     /// The mean degree expected of the population (exact for ER, from the
@@ -85,16 +81,6 @@ impl AbmSetup {
         }
         Ok(())
     }
-}
-
-/// The ranks of this MPI job on this machine (1 when not under `mpirun`).
-pub fn mpi_local_ranks() -> usize {
-    std::env::var("OMPI_COMM_WORLD_LOCAL_SIZE").ok().and_then(|v| v.parse().ok()).unwrap_or(1)
-}
-
-/// The ranks of this MPI job (1 when not under `mpirun`).
-pub fn mpi_world_ranks() -> usize {
-    std::env::var("OMPI_COMM_WORLD_SIZE").ok().and_then(|v| v.parse().ok()).unwrap_or(1)
 }
 
 /// The owner of every vertex of `g` for `ranks` ranks, by a sequential partitioner.
