@@ -2,7 +2,8 @@
 # The one test command. On a fresh machine it installs what the tests need
 # (Open MPI and libclang, with apt-get), then runs, in order:
 #   cargo fmt --check, cargo clippy -D warnings, the whole test suite on the
-#   threads backend, cargo doc with no warnings, the examples of examples/
+#   threads backend (with the fuzz corpora replayed, and cargo fuzz for 20 s
+#   per target where nightly and cargo-fuzz exist), cargo doc with no warnings, the examples of examples/
 #   with their printed results checked, the Comm semantics suite under mpirun -n 1/2/4, a
 #   panicking rank under mpirun, the grid digest suite under mpirun -n 2/4,
 #   the DES digest suite (every engine against sequential) under mpirun -n
@@ -55,6 +56,19 @@ cargo clippy --workspace --all-targets --all-features -- -D warnings
 
 step "cargo test --workspace (threads backend)"
 cargo test --workspace
+
+# The readers' fuzz targets: the corpora and their mutations were replayed by
+# `cargo test` above (crates/parsim-fuzz); with nightly and cargo-fuzz
+# installed, each target also runs under libFuzzer for a bounded time.
+if cargo +nightly --version >/dev/null 2>&1 && cargo +nightly fuzz --version >/dev/null 2>&1; then
+  step "cargo fuzz: every target for ${FUZZ_SECONDS:-20} s"
+  for t in $(sed -n 's/^name = "\(.*\)"$/\1/p' fuzz/Cargo.toml | grep -v parsim-fuzz-targets); do
+    (cd fuzz && cargo +nightly fuzz run "$t" "corpus/$t" -- -max_total_time="${FUZZ_SECONDS:-20}" -rss_limit_mb=2048 >/dev/null 2>"../target/fuzz-$t.log") \
+      || { echo "fuzz target $t failed:"; tail -40 "target/fuzz-$t.log"; exit 1; }
+  done
+else
+  step "cargo fuzz: nightly or cargo-fuzz missing, the corpora were replayed by cargo test (crates/parsim-fuzz)"
+fi
 
 step "cargo doc --no-deps --workspace with no warnings"
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace

@@ -8,7 +8,7 @@ use parsim_graph::GraphError;
 #[non_exhaustive]
 pub enum AbmError {
     /// A malformed contact-network file.
-    #[error("{path}:{line}: {msg}")]
+    #[error("{path}{}: {msg}", if *line > 0 { format!(":{line}") } else { String::new() })]
     Parse {
         /// The file.
         path: String,
@@ -18,12 +18,12 @@ pub enum AbmError {
         msg: String,
     },
     /// A file could not be read.
-    #[error("{path}: {source}")]
+    #[error("{path}: {}", brief(cause))]
     Io {
         /// The file.
         path: String,
-        /// The cause.
-        source: std::io::Error,
+        /// The cause (shown in the message, not repeated as a source).
+        cause: std::io::Error,
     },
     /// A parameter out of range (names the parameter).
     #[error("{key}: {msg}")]
@@ -42,6 +42,21 @@ pub enum AbmError {
     /// The state broke an invariant (a silent error).
     #[error("invariant violated: {0}")]
     Invariant(String),
+}
+
+/// An I/O error in a few words: "no such file", "is a directory, not a file".
+fn brief(e: &std::io::Error) -> String {
+    use std::io::ErrorKind::*;
+    match e.kind() {
+        NotFound => "no such file".into(),
+        PermissionDenied => "permission denied".into(),
+        IsADirectory => "is a directory, not a file".into(),
+        InvalidData => "not a text file (not UTF-8)".into(),
+        _ => {
+            let s = e.to_string();
+            s.split(" (os error").next().unwrap_or(&s).to_string()
+        }
+    }
 }
 
 impl AbmError {

@@ -164,7 +164,7 @@ pub(crate) fn er_pair(n: usize, seed: u64, i: u64) -> (u32, u32) {
 }
 
 fn open(path: &Path) -> Result<std::fs::File> {
-    std::fs::File::open(path).map_err(|source| AbmError::Io { path: path.display().to_string(), source })
+    std::fs::File::open(path).map_err(|cause| AbmError::Io { path: path.display().to_string(), cause })
 }
 
 /// (u, v, line) triples of a text edge list.
@@ -183,14 +183,14 @@ fn read_text_pairs(path: &Path) -> Result<Vec<(u32, u32, u64)>> {
             return Err(AbmError::Parse {
                 path: file,
                 line: line_no,
-                msg: format!("expected two vertex ids \"u v\", found \"{t}\""),
+                msg: format!("expected two vertex ids \"u v\", found {} token(s)", toks.len()),
             });
         }
         let id = |s: &str| {
             s.parse::<u32>().map_err(|_| AbmError::Parse {
                 path: file.clone(),
                 line: line_no,
-                msg: format!("vertex id \"{s}\" is not an integer in 0..2^32-1"),
+                msg: format!("vertex id {} is not an integer in 0..2^32-1", parsim_core::io::shown_token(s)),
             })
         };
         out.push((id(toks[0])?, id(toks[1])?, line_no));
@@ -202,7 +202,7 @@ fn read_text_pairs(path: &Path) -> Result<Vec<(u32, u32, u64)>> {
 fn read_u32_pairs(path: &Path) -> Result<Vec<(u32, u32, u64)>> {
     let file = path.display().to_string();
     let mut bytes = Vec::new();
-    open(path)?.read_to_end(&mut bytes).map_err(|source| AbmError::Io { path: file.clone(), source })?;
+    open(path)?.read_to_end(&mut bytes).map_err(|cause| AbmError::Io { path: file.clone(), cause })?;
     if bytes.len() % 8 != 0 {
         return Err(AbmError::Parse {
             path: file,

@@ -106,6 +106,28 @@ pub fn encode_parts(seq: u64, rank: usize, raw: &[u8], sum: Option<u64>) -> (Vec
     (header, lz)
 }
 
+/// Parses a manifest (`manifests/cNNNNNN.json`) and checks its shape: at
+/// least one rank, one piece per rank in rank order, each with a 16-digit
+/// hex checksum. Whether it belongs to this run is checked by the restart.
+///
+/// ```
+/// let e = parsim_ckpt::format::parse_manifest(b"{}").unwrap_err();
+/// assert!(e.contains("unreadable manifest"), "{e}");
+/// ```
+pub fn parse_manifest(bytes: &[u8]) -> Result<Manifest, String> {
+    let m: Manifest = serde_json::from_slice(bytes).map_err(|e| format!("unreadable manifest: {e}"))?;
+    if m.ranks == 0 {
+        return Err("a manifest of 0 ranks".into());
+    }
+    if m.pieces.len() != m.ranks || m.pieces.iter().enumerate().any(|(i, p)| p.rank != i) {
+        return Err(format!("lists {} pieces for {} ranks", m.pieces.len(), m.ranks));
+    }
+    if let Some(p) = m.pieces.iter().find(|p| p.xxh3.len() != 16 || !p.xxh3.bytes().all(|b| b.is_ascii_hexdigit())) {
+        return Err(format!("piece {}: a checksum that is not 16 hex digits", p.rank));
+    }
+    Ok(m)
+}
+
 /// Decodes a data file, checking it is rank `rank`'s part of checkpoint
 /// `seq` with the manifest's length and checksum.
 pub fn decode(file: &[u8], seq: u64, rank: usize, piece: &Piece) -> Result<Vec<u8>, String> {
@@ -130,6 +152,14 @@ pub fn decode(file: &[u8], seq: u64, rank: usize, piece: &Piece) -> Result<Vec<u
     }
     if xxh3_64(comp) != comp_sum {
         return Err("checksum mismatch (the file was corrupted)".into());
+    }
+    // LZ4 expands at most 255-fold: a longer claimed length is corrupt, and
+    // must not size an allocation.
+    if !stored && raw_len > (comp.len() as u64).saturating_mul(255).saturating_add(16) {
+        return Err(format!("claims {raw_len} bytes from {} compressed ones (corrupted)", comp.len()));
+    }
+    if stored && raw_len != comp.len() as u64 {
+        return Err("stored length does not match the data (corrupted)".into());
     }
     let cap = usize::try_from(raw_len).map_err(|_| "raw length does not fit in memory".to_string())?;
     let raw = if stored {

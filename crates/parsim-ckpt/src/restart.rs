@@ -83,7 +83,7 @@ struct Verdict {
 
 fn read_manifest(path: &Path) -> Result<Manifest, String> {
     let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
-    serde_json::from_slice(&bytes).map_err(|e| format!("unreadable manifest: {e}"))
+    crate::format::parse_manifest(&bytes)
 }
 
 /// Whether `m` was written by this parsim for the scenario of `fingerprint`.

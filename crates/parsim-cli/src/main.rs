@@ -375,6 +375,22 @@ enum BenchWhat {
     },
 }
 
+impl BenchWhat {
+    /// The report file of the benchmark, if it writes one.
+    fn out(&self) -> Option<&std::path::Path> {
+        match self {
+            BenchWhat::Checkpoint { out, .. }
+            | BenchWhat::Stencil { out, .. }
+            | BenchWhat::Lb { out, .. }
+            | BenchWhat::Sweep { out, .. }
+            | BenchWhat::Epidemic { out, .. }
+            | BenchWhat::Phold { out, .. }
+            | BenchWhat::Partition { out, .. }
+            | BenchWhat::Comm { out, .. } => Some(out.as_path()),
+        }
+    }
+}
+
 const RUN_EXAMPLES: &str = "Examples:
   parsim run scenarios/epidemic.toml
   parsim run scenarios/heat2d.toml --ranks 4 --set grid.steps=500 --trace out/heat2d/trace.json
@@ -441,6 +457,15 @@ fn main() -> ExitCode {
     quiet_broken_pipe();
     let cli = Cli::parse_from(partition_cmd::gpmetis_spellings(std::env::args().collect()));
     parsim::logging::init(cli.verbose, cli.quiet);
+    // A benchmark's report file is checked before the benchmark runs.
+    if let Command::Bench { what } = &cli.command {
+        if let Some(out) = what.out() {
+            if let Err(e) = parsim::check_output_file(out, "--out") {
+                eprintln!("parsim: error: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
     let result = match cli.command {
         Command::Run(a) => cmd::run::run(&a),
         Command::Partition {

@@ -201,7 +201,19 @@ pub fn dispatch<W: WithModel>(name: &str, w: W) -> W::Out {
         "grid" => w.with(Experiment::with_reader(Grid, read_grid)),
         "phold" | "queues" => {
             let name = if name == "phold" { "phold" } else { "queues" };
-            w.with(Experiment::with_reader(Des(name), move |sc, _| des::DesSetup::from_scenario(sc, name)))
+            w.with(Experiment::with_reader(Des(name), move |sc, run| {
+                let setup = des::DesSetup::from_scenario(sc, name)?;
+                // LPs and events this machine would hold: refused before anything is allocated.
+                let share = match run.backend {
+                    parsim::Backend::Threads => 1.0,
+                    _ => parsim_core::mem::mpi_local_ranks() as f64 / parsim_core::mem::mpi_world_ranks().max(1) as f64,
+                };
+                let (need, key, what) = setup.memory_need(run.ranks);
+                match parsim_core::mem::shortfall(need * share, &what) {
+                    Some(why) => Err(sc.error_at(name, key, format!("[{name}] {key}: {why}"))),
+                    None => Ok(setup),
+                }
+            }))
         }
         "front" => w.with(Experiment::with_reader(FrontModel, |sc, _| front::FrontSetup::from_scenario(sc))),
         "crowd" => w.with(space_experiment::<parsim_abm::space::crowd::Crowd>("crowd")),

@@ -99,33 +99,55 @@ fn alive(pid: u32) -> bool {
 
 /// Removes the temporary files (`.NAME.tmp-PID[-N]`) that processes which
 /// are no longer running left in `dir` (a run killed while writing, or a
-/// full disk) and returns their paths. Files of live processes, and every
-/// other file, are left alone; a missing directory sweeps nothing.
+/// full disk) and returns their paths. Only files untouched for `min_age`
+/// go (a process id is only known dead on this machine: on a shared file
+/// system a writer elsewhere keeps its file fresh). Files of live
+/// processes, and every other file, are left alone; a missing directory
+/// sweeps nothing.
 ///
 /// ```
 /// let dir = std::env::temp_dir().join(format!("parsim-sweep-doc-{}", std::process::id()));
 /// std::fs::create_dir_all(&dir)?;
 /// std::fs::write(dir.join(".summary.json.tmp-4294967295"), b"half")?; // no such process
 /// std::fs::write(dir.join("summary.json"), b"{}")?;
-/// let gone = parsim_core::io::sweep_stale_temps(&dir);
+/// let gone = parsim_core::io::sweep_stale_temps(&dir, std::time::Duration::ZERO);
 /// assert_eq!(gone.len(), 1);
 /// assert!(dir.join("summary.json").exists());
 /// # std::fs::remove_dir_all(&dir)?;
 /// # Ok::<(), std::io::Error>(())
 /// ```
-pub fn sweep_stale_temps(dir: &Path) -> Vec<PathBuf> {
+pub fn sweep_stale_temps(dir: &Path, min_age: std::time::Duration) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
     let mut gone = Vec::new();
     for e in entries.flatten() {
         let name = e.file_name();
         let Some(pid) = name.to_str().and_then(temp_owner) else { continue };
         let is_file_or_link = e.file_type().is_ok_and(|t| t.is_file() || t.is_symlink());
-        if is_file_or_link && !alive(pid) && std::fs::remove_file(e.path()).is_ok() {
+        let old = std::fs::symlink_metadata(e.path())
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| t.elapsed().is_ok_and(|a| a >= min_age));
+        if is_file_or_link && old && !alive(pid) && std::fs::remove_file(e.path()).is_ok() {
             gone.push(e.path());
         }
     }
     gone.sort();
     gone
+}
+
+/// A token of an input file as an error message shows it: a number as it
+/// is (quoted), anything else only by its length, so that a file given by
+/// mistake (a key file, say) never leaks into logs.
+///
+/// ```
+/// assert_eq!(parsim_core::io::shown_token("1.5"), "\"1.5\"");
+/// assert_eq!(parsim_core::io::shown_token("hunter2"), "a non-numeric token of 7 characters");
+/// ```
+pub fn shown_token(t: &str) -> String {
+    if !t.is_empty() && t.len() <= 40 && t.parse::<f64>().is_ok() {
+        format!("\"{t}\"")
+    } else {
+        format!("a non-numeric token of {} characters", t.chars().count())
+    }
 }
 
 /// Flushes a directory's entries (creations, renames, removals) to disk.

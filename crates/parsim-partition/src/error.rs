@@ -5,7 +5,7 @@
 #[non_exhaustive]
 pub enum PartitionError {
     /// A file does not parse, or describes an invalid graph.
-    #[error("{file}:{line}: {msg}")]
+    #[error("{file}{}: {msg}", if *line > 0 { format!(":{line}") } else { String::new() })]
     Parse {
         /// The file.
         file: String,

@@ -34,6 +34,12 @@ pub struct Graph {
     pub dim: usize,
 }
 
+/// The largest total of vertex weights (per constraint) or of edge weights
+/// that a [`Graph`] may have: 2^53, so that every sum the partitioners form
+/// (part weights, cuts, gains, balance limits in `f64`) is exact and cannot
+/// overflow. [`Graph::validate`] refuses heavier graphs.
+pub const MAX_TOTAL_WEIGHT: i64 = 1 << 53;
+
 impl Graph {
     /// The number of vertices.
     #[inline]
@@ -151,6 +157,23 @@ impl Graph {
         }
         if let Some(w) = self.vwgt.iter().find(|&&w| w < 0) {
             return Err(format!("negative vertex weight {w}"));
+        }
+        // Every sum the partitioner forms (part weights, cuts, gains, balance
+        // limits in f64) stays exact when the totals are at most 2^53.
+        for c in 0..self.ncon {
+            let total: i128 = self.vwgt.iter().skip(c).step_by(self.ncon).map(|&w| i128::from(w)).sum();
+            if total > MAX_TOTAL_WEIGHT as i128 {
+                return Err(format!(
+                    "the vertex weights (constraint {}) sum to {total}, more than {MAX_TOTAL_WEIGHT} (2^53, the largest total parsim sums exactly): scale the weights down",
+                    c + 1
+                ));
+            }
+        }
+        let total: i128 = self.adjwgt.iter().map(|&w| i128::from(w)).sum::<i128>() / 2;
+        if total > MAX_TOTAL_WEIGHT as i128 {
+            return Err(format!(
+                "the edge weights sum to {total}, more than {MAX_TOTAL_WEIGHT} (2^53, the largest total parsim sums exactly): scale the weights down"
+            ));
         }
         // Sorted copies of the rows, for duplicate and symmetry checks.
         let mut rows: Vec<(u32, i64)> = Vec::with_capacity(self.adjncy.len());

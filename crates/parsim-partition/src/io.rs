@@ -19,6 +19,19 @@ pub(crate) fn read_text(path: &Path) -> Result<String> {
     std::fs::read_to_string(path).map_err(|source| PartitionError::Io { path: path.display().to_string(), source })
 }
 
+/// Why `tok` is not an i64, without quoting a token that is not a number
+/// (a file given by mistake must not leak its content into logs).
+pub(crate) fn describe_bad_int(tok: &str) -> String {
+    let digits = tok.strip_prefix('-').unwrap_or(tok);
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        format!("{tok} is out of range (at most {})", i64::MAX)
+    } else if tok.len() <= 40 && tok.parse::<f64>().is_ok() {
+        format!("\"{tok}\" is not an integer")
+    } else {
+        format!("is not a number (a token of {} characters)", tok.chars().count())
+    }
+}
+
 pub(crate) fn parse_err(file: &str, line: usize, msg: impl Into<String>) -> PartitionError {
     PartitionError::Parse { file: file.to_string(), line, msg: msg.into() }
 }
@@ -49,7 +62,9 @@ pub fn read_coords(path: &Path, g: &mut Graph) -> Result<()> {
         }
         let xs: Vec<f64> = line
             .split_whitespace()
-            .map(|t| t.parse::<f64>().map_err(|_| parse_err(&file, i + 1, format!("not a number: \"{t}\""))))
+            .map(|t| {
+                t.parse::<f64>().map_err(|_| parse_err(&file, i + 1, format!("a coordinate {}", describe_bad_int(t))))
+            })
             .collect::<Result<_>>()?;
         if xs.is_empty() || xs.len() > 3 || (dim != 0 && xs.len() != dim) {
             return Err(parse_err(&file, i + 1, format!("expected {} coordinates, found {}", dim.max(1), xs.len())));
@@ -89,11 +104,46 @@ pub fn read_partition(path: &Path, n: usize) -> Result<Vec<u32>> {
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
         .map(|(i, l)| {
-            l.trim().parse::<u32>().map_err(|_| parse_err(&file, i + 1, format!("not a part id: \"{}\"", l.trim())))
+            l.trim().parse::<u32>().map_err(|_| {
+                parse_err(
+                    &file,
+                    i + 1,
+                    format!("expected a part id in 0..{}, found {}", u32::MAX, parsim_core::io::shown_token(l.trim())),
+                )
+            })
         })
         .collect::<Result<_>>()?;
     if parts.len() != n {
         return Err(parse_err(&file, 0, format!("{} part ids for {n} vertices", parts.len())));
     }
     Ok(parts)
+}
+
+/// Reads a file of pinned vertices (`--fixed`): one line per vertex, a part
+/// id, or -1 for a vertex that is free to move.
+pub fn read_fixed(path: &Path, n: usize) -> Result<Vec<u32>> {
+    let text = read_text(path)?;
+    let file = path.display().to_string();
+    let v: Vec<u32> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| match l.trim().parse::<i64>() {
+            Ok(-1) => Ok(crate::FREE),
+            Ok(p) if p >= 0 && p < i64::from(u32::MAX) => Ok(p as u32),
+            _ => Err(parse_err(
+                &file,
+                i + 1,
+                format!(
+                    "expected a part id in 0..{} or -1, found {}",
+                    u32::MAX,
+                    parsim_core::io::shown_token(l.trim())
+                ),
+            )),
+        })
+        .collect::<Result<_>>()?;
+    if v.len() != n {
+        return Err(parse_err(&file, 0, format!("{} lines for {n} vertices", v.len())));
+    }
+    Ok(v)
 }

@@ -80,7 +80,8 @@ impl Store {
         let mut done = Vec::new();
         if resume && path.exists() {
             let text = std::fs::read(path).map_err(|e| err(path, e))?;
-            let text = String::from_utf8(text).map_err(|_| err(path, "not a parsim sweep log (not UTF-8); remove it or run without --resume"))?;
+            let text = String::from_utf8(text)
+                .map_err(|_| err(path, "not a parsim sweep log (not UTF-8); remove it or run without --resume"))?;
             // The last line is torn when the file does not end with a newline.
             let torn_tail = !text.is_empty() && !text.ends_with('\n');
             let mut lines = text.lines();

@@ -134,8 +134,9 @@ impl<M: Model> Experiment<M> {
     pub fn cmd_run(&self, a: &RunArgs) -> Result<Option<Finished>, Error> {
         let mut sc = self.load_scenario(a.scenario.as_deref(), &a.set)?;
         if let Some(s) = a.seed {
-            let s = i64::try_from(s)
-                .map_err(|_| InputError::flag(&format!("--seed {s}"), format!("at most {} (a TOML integer)", i64::MAX)))?;
+            let s = i64::try_from(s).map_err(|_| {
+                InputError::flag(&format!("--seed {s}"), format!("at most {} (a TOML integer)", i64::MAX))
+            })?;
             sc.set_value("run", "seed", toml::Value::Integer(s));
         }
         if let Some(r) = a.ranks {
@@ -158,6 +159,12 @@ impl<M: Model> Experiment<M> {
             print!("{}", self.model.describe(&plan.params, plan.ranks));
             return Ok(None);
         }
+        // Where the results go is checked before anything is computed.
+        crate::files::check_output_dir(&plan.out, "output directory (--out or [run] out)")?;
+        if let Some(t) = &plan.trace {
+            crate::files::check_output_file(t, "--trace")?;
+        }
+        crate::files::sweep_stale_temps(&plan.out);
         let done = run::execute(self, &plan)?;
         if let Some(done) = &done {
             if !crate::logging::is_quiet() && self.progress {

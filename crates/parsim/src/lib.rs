@@ -80,6 +80,7 @@
 struct ReadmeDoctests;
 
 mod experiment;
+mod files;
 pub mod logging;
 mod model;
 mod params;
@@ -92,12 +93,13 @@ mod stencil_model;
 mod sweep;
 
 pub use experiment::{exit_code, parse_backend, print_phases, Experiment, RunArgs, SweepArgs};
+pub use files::{check_output_dir, check_output_file, input_file_error, sweep_stale_temps, unreadable};
 pub use model::{check, BoxError, Model, Outcome, ParamError, Rank};
 pub use progress::Progress;
 pub use run::{peak_rss, read_run_table, toml_to_json, write_atomic, Backend, Finished, RunPlan, RunSettings};
 pub use scenario::{InputError, Scenario, Section};
 pub use stencil_model::{Stencil, StencilModel};
-pub use sweep::kill_self;
+pub use sweep::{kill_self, parse_request, read_sweep_spec, Request};
 
 /// Epidemics on contact networks ([`parsim_abm`]).
 pub use parsim_abm as abm;

@@ -313,7 +313,7 @@ impl Section<'_> {
         if range.contains(&x) {
             Ok(x)
         } else {
-            Err(self.err(key, format!("expected {bounds}, found {x}")))
+            Err(self.err(key, format!("expected {bounds}, found {}", num(x))))
         }
     }
 

@@ -5,6 +5,7 @@
 //! `results.csv`, `results.json` and, for one swept parameter, `sweep.png`.
 
 mod process;
+pub use process::{parse_request, Request};
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -106,10 +107,12 @@ fn values(t: &Section<'_>, key: &str, v: &Value) -> Result<Vec<Json>, InputError
                     return Err(t.error(&k, format!("step {step} never goes from {start} to {stop}")));
                 }
                 let n = ((stop - start) / step + 1e-9).floor() + 1.0;
-                if !(n <= MAX_VALUES as f64) {
+                if n.is_nan() || n > MAX_VALUES as f64 {
                     return Err(t.error(
                         &k,
-                        format!("{n} values from {start} to {stop} in steps of {step}: at most {MAX_VALUES} per parameter"),
+                        format!(
+                            "{n} values from {start} to {stop} in steps of {step}: at most {MAX_VALUES} per parameter"
+                        ),
                     ));
                 }
                 let n = n as usize;
@@ -353,6 +356,28 @@ fn read_sweep(sc: &mut Scenario, seed: u64, model_table: &str) -> Result<SweepSe
         timeout,
         allow_failures,
     })
+}
+
+/// Reads and checks a scenario's `[sweep]` table for a model whose own
+/// table is `model_table`: the points, the replications and the options,
+/// without running anything or checking the points against the model (see
+/// `sweep`, which plans every point too).
+///
+/// ```
+/// let text = "[sweep]\nparameters = { beta = [0.1, 0.2] }\nreplications = 3\n";
+/// let mut sc = parsim::Scenario::parse(std::path::Path::new("s.toml"), text.into()).unwrap();
+/// let spec = parsim::read_sweep_spec(&mut sc, "abm").unwrap();
+/// assert_eq!(spec.points.len(), 2);
+/// assert_eq!(spec.points[0].values[0].0, "abm.beta");
+/// ```
+pub fn read_sweep_spec(sc: &mut Scenario, model_table: &str) -> Result<parsim_sweep::SweepSpec, InputError> {
+    let seed = read_run_table(&mut sc.clone(), false)?.seed;
+    let setup = read_sweep(sc, seed, model_table)?;
+    setup
+        .spec
+        .check()
+        .map_err(|e| InputError { place: sc.path().display().to_string(), msg: format!("[sweep] {e}") })?;
+    Ok(setup.spec)
 }
 
 /// The scenario of one task: the point's values, the task's seed, the
@@ -623,8 +648,16 @@ pub(crate) fn run<M: Model>(exp: &Experiment<M>, a: &SweepArgs) -> Result<Option
         .into());
     }
     let seed = read_run_table(&mut sc.clone(), false)?.seed;
-    let SweepSetup { spec, workers: workers_key, metrics: wanted, group, ranks_per_task, isolate, timeout, allow_failures } =
-        read_sweep(&mut sc, seed, exp.model().table())?;
+    let SweepSetup {
+        spec,
+        workers: workers_key,
+        metrics: wanted,
+        group,
+        ranks_per_task,
+        isolate,
+        timeout,
+        allow_failures,
+    } = read_sweep(&mut sc, seed, exp.model().table())?;
     let isolate = match &a.isolate {
         None => isolate,
         Some(s) => Isolation::parse(s)
@@ -670,11 +703,12 @@ pub(crate) fn run<M: Model>(exp: &Experiment<M>, a: &SweepArgs) -> Result<Option
         }
     }
     if a.serve {
-        process::serve(|t, s| run_task(exp, &sc, &spec, wanted.as_deref(), t, s, &scratch))
+        process::serve(spec.points.len(), |t, s| run_task(exp, &sc, &spec, wanted.as_deref(), t, s, &scratch))
             .map_err(|e| Error::Run(e.to_string()))?;
         return Ok(None);
     }
-    std::fs::create_dir_all(&out).map_err(|e| Error::Io { path: out.clone(), msg: e.to_string() })?;
+    crate::files::check_output_dir(&out, "output directory (--out)")?;
+    crate::files::sweep_stale_temps(&out);
     let log = out.join("tasks.jsonl");
     let workers =
         a.workers.or(workers_key).unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));

@@ -44,19 +44,49 @@ fn agree<C: Comm>(comm: &C, file: &str, mine: Found) -> Result<()> {
     let all = comm.all_gather_value(&mine)?;
     match all.into_iter().flatten().min_by_key(|f| f.0) {
         None => Ok(()),
-        Some((_, msg, true)) => Err(AbmError::Io { path: file.into(), source: std::io::Error::other(msg) }),
+        Some((_, msg, true)) => Err(AbmError::Io { path: file.into(), cause: std::io::Error::other(msg) }),
         Some((line, msg, false)) => Err(AbmError::Parse { path: file.into(), line, msg }),
     }
 }
 
 fn io<T>(r: std::io::Result<T>) -> std::result::Result<T, (u64, String, bool)> {
-    r.map_err(|e| (0, e.to_string(), true))
+    r.map_err(|e| {
+        let msg = match e.kind() {
+            std::io::ErrorKind::NotFound => "no such file".to_string(),
+            std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
+            std::io::ErrorKind::IsADirectory => "is a directory, not a file".to_string(),
+            _ => {
+                let s = e.to_string();
+                s.split(" (os error").next().unwrap_or(&s).to_string()
+            }
+        };
+        (0, msg, true)
+    })
+}
+
+/// Refuses what cannot be read by byte ranges: directories, devices, pipes
+/// and sockets (`/dev/zero` never ends).
+fn regular_file(path: &Path) -> std::result::Result<(), (u64, String, bool)> {
+    let meta = io(std::fs::metadata(path))?;
+    if meta.is_dir() {
+        return Err((0, "is a directory, not a file".into(), true));
+    }
+    if !meta.is_file() {
+        return Err((
+            0,
+            "not a regular file (a device, pipe or socket): a population is read by byte ranges, so it must be a file"
+                .into(),
+            true,
+        ));
+    }
+    Ok(())
 }
 
 /// Reads this rank's share of `path` (see [`Population::read`](super::Population::read));
 /// with `keep = false` only checks it (nothing is stored: `pairs` is empty).
 pub(crate) fn read<C: Comm>(comm: &C, path: &Path, agents: Option<usize>, strict: bool, keep: bool) -> Result<Share> {
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
+    agree(comm, &path.display().to_string(), regular_file(path).err())?;
     if ext == "graph" || ext == "metis" {
         return metis(comm, path, agents, keep);
     }
@@ -83,6 +113,23 @@ pub(crate) fn read<C: Comm>(comm: &C, path: &Path, agents: Option<usize>, strict
         text(comm, path, &check, &mut take)?
     };
     let max = comm.all_reduce(&[max], ReduceOp::Max)?[0] as usize;
+    if agents.is_none() && max >= u32::MAX as usize {
+        return Err(AbmError::Parse {
+            path: path.display().to_string(),
+            line: 0,
+            msg: format!("the largest agent id is {}: at most 2^32-2 agents (ids up to 4294967294)", max - 1),
+        });
+    }
+    if let Some(n) = agents.filter(|&n| n > max && !keep && comm.rank() == 0) {
+        // Said once, when the file is checked (`scan`): a population larger
+        // than the file's ids is padded with agents that have no contacts.
+        tracing::warn!(
+            "{}: the largest agent id is {} but agents = {n}: the {} agents above it have no contacts (seed agents may fall on them); omit agents to take the file's size",
+            path.display(),
+            max as i64 - 1,
+            n - max
+        );
+    }
     Ok(Share { n: agents.unwrap_or(max), pairs, metis_edges: None })
 }
 
@@ -174,18 +221,20 @@ fn text<C: Comm>(comm: &C, path: &Path, check: Check<'_>, take: &mut dyn FnMut(u
     let file = path.display().to_string();
     let got = lines_of_my_range(comm, path, |k, raw| {
         let ln = k + 1;
-        let t = std::str::from_utf8(raw).map_err(|_| (ln, "stream did not contain valid UTF-8".to_string(), false))?;
+        let t = std::str::from_utf8(raw).map_err(|_| (ln, "not a text file (not UTF-8)".to_string(), false))?;
         let t = t.trim();
         if t.is_empty() || t.starts_with('#') || t.starts_with('%') {
             return Ok(());
         }
         let mut toks = t.split_whitespace();
         let (Some(a), Some(b), None) = (toks.next(), toks.next(), toks.next()) else {
-            let shown: String = t.chars().take(80).collect();
-            return Err((ln, format!("expected two vertex ids \"u v\", found \"{shown}\""), false));
+            let found = t.split_whitespace().count();
+            return Err((ln, format!("expected two vertex ids \"u v\", found {found} token(s)"), false));
         };
         let id = |s: &str| {
-            s.parse::<u32>().map_err(|_| (ln, format!("vertex id \"{s}\" is not an integer in 0..2^32-1"), false))
+            s.parse::<u32>().map_err(|_| {
+                (ln, format!("vertex id {} is not an integer in 0..2^32-1", parsim_core::io::shown_token(s)), false)
+            })
         };
         let (u, v) = (id(a)?, id(b)?);
         if let Some(msg) = check(u, v) {
@@ -259,7 +308,7 @@ fn metis<C: Comm>(comm: &C, path: &Path, agents: Option<usize>, keep: bool) -> R
         }
         let ln = line0 + k + 1;
         let v = index - 1;
-        let t = std::str::from_utf8(raw).map_err(|_| (ln, "stream did not contain valid UTF-8".to_string(), false))?;
+        let t = std::str::from_utf8(raw).map_err(|_| (ln, "not a text file (not UTF-8)".to_string(), false))?;
         if v >= n as u64 {
             if t.trim().is_empty() {
                 return Ok(());
@@ -270,7 +319,7 @@ fn metis<C: Comm>(comm: &C, path: &Path, agents: Option<usize>, keep: bool) -> R
         let int = |tok: &str, what: &str| {
             tok.parse::<i64>().map_err(|_| {
                 let kind = if tok.parse::<f64>().is_ok() { "not an integer" } else { "not a number" };
-                err(format!("{what} \"{tok}\" is {kind}"))
+                err(format!("{what} {} is {kind}", parsim_core::io::shown_token(tok)))
             })
         };
         let mut toks = t.split_whitespace();
@@ -366,13 +415,12 @@ fn metis_header(path: &Path) -> std::result::Result<Header, (u64, String, bool)>
     let text = String::from_utf8_lossy(&buf);
     let h: Vec<&str> = text.split_whitespace().collect();
     if h.len() < 2 || h.len() > 4 {
-        let shown: String = text.trim().chars().take(80).collect();
-        return Err(err(format!("header \"{shown}\": expected \"n m [fmt [ncon]]\"")));
+        return Err(err(format!("the header has {} field(s): expected \"n m [fmt [ncon]]\"", h.len())));
     }
     let int = |tok: &str, what: &str| {
         tok.parse::<i64>().map_err(|_| {
             let kind = if tok.parse::<f64>().is_ok() { "not an integer" } else { "not a number" };
-            err(format!("{what} \"{tok}\" is {kind}"))
+            err(format!("{what} {} is {kind}", parsim_core::io::shown_token(tok)))
         })
     };
     let n = int(h[0], "vertex count")?;
@@ -382,7 +430,7 @@ fn metis_header(path: &Path) -> std::result::Result<Header, (u64, String, bool)>
     }
     let fmt = h.get(2).copied().unwrap_or("0");
     if fmt.len() > 3 || !fmt.chars().all(|c| c == '0' || c == '1') {
-        return Err(err(format!("fmt \"{fmt}\": expected up to three 0/1 digits (e.g. 0, 1, 10, 11, 100)")));
+        return Err(err("fmt: expected up to three 0/1 digits (e.g. 0, 1, 10, 11, 100)".to_string()));
     }
     let f = format!("{fmt:0>3}");
     let (has_size, has_vw, has_ew) = (&f[0..1] == "1", &f[1..2] == "1", &f[2..3] == "1");

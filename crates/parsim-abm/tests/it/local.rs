@@ -179,11 +179,15 @@ fn a_bad_file_gives_every_rank_the_same_error_naming_the_file_and_line() {
     }
     let bad_late = text.clone() + "7 x\n";
     let cases: Vec<(PathBuf, Option<usize>, &str)> = vec![
-        (write(&d.join("late.txt"), bad_late.as_bytes()), None, ":401: vertex id \"x\" is not an integer"),
+        (
+            write(&d.join("late.txt"), bad_late.as_bytes()),
+            None,
+            ":401: vertex id a non-numeric token of 1 characters is not an integer",
+        ),
         (write(&d.join("three.txt"), format!("{text}1 2 3\n").as_bytes()), None, ":401: expected two vertex ids"),
         (write(&d.join("far.txt"), text.as_bytes()), Some(300), ":300: vertex id 300 is beyond the population"),
         (write(&d.join("loop.txt"), format!("0 1\n5 5\n{text}").as_bytes()), None, ":2: self-loop 5 5 (strict)"),
-        (write(&d.join("odd.u32"), &[0u8; 12]), None, ":0: 12 bytes is not a whole number"),
+        (write(&d.join("odd.u32"), &[0u8; 12]), None, "odd.u32: 12 bytes is not a whole number"),
         (write(&d.join("short.graph"), b"3 2\n2\n1 3\n"), None, "the header declares 3 vertices but the file has 2"),
         (write(&d.join("long.graph"), b"2 1\n2\n1\n2\n"), None, ":4: more vertex lines than the 2 vertices"),
         (write(&d.join("asym.graph"), b"3 2\n2 3\n1\n2\n"), None, "not symmetric"),

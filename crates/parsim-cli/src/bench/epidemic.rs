@@ -130,7 +130,16 @@ fn print_row(r: &Row) {
 
 /// Runs the benchmark.
 pub fn run(a: Args) -> Result<()> {
+    if a.ranks == Some(0) {
+        return Err(parsim::InputError::flag("--ranks 0", "the number of ranks must be at least 1").into());
+    }
+    if a.agents == 0 {
+        return Err(parsim::InputError::flag("--agents 0", "at least one agent").into());
+    }
     let agents = if a.quick { 50_000 } else { a.agents };
+    if let Some(why) = AbmSetup::erdos_renyi(agents, 10.0, 42).memory_shortfall(1, 1) {
+        return Err(parsim::InputError::flag(&format!("--agents {agents}"), why).into());
+    }
     let setup = AbmSetup::erdos_renyi(agents, 10.0, 42);
     let seed = 1;
     println!(

@@ -44,24 +44,6 @@ pub struct PartitionArgs {
     pub stream: bool,
 }
 
-fn read_fixed(path: &Path, n: usize) -> Result<Vec<u32>> {
-    let text = std::fs::read_to_string(path).map_err(|e| input(format!("{}: {e}", path.display())))?;
-    let v: Vec<u32> = text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| match l.trim().parse::<i64>() {
-            Ok(-1) => Ok(parsim_partition::FREE),
-            Ok(p) if p >= 0 && p < i64::from(u32::MAX) => Ok(p as u32),
-            _ => Err(input(format!("{}:{}: expected a part id or -1, found \"{}\"", path.display(), i + 1, l.trim()))),
-        })
-        .collect::<Result<_>>()?;
-    if v.len() != n {
-        return Err(input(format!("{}: {} lines for {n} vertices", path.display(), v.len())));
-    }
-    Ok(v)
-}
-
 /// Rewrites gpmetis's single-dash options (`-ufactor=30`, `-seed=7`,
 /// `-ptype=kway`, `-contig`, `-objtype=cut`) into this command's flags.
 pub fn gpmetis_spellings(args: Vec<String>) -> Vec<String> {
@@ -85,6 +67,27 @@ fn input(msg: String) -> anyhow::Error {
     InputError::flag("parsim partition", msg).into()
 }
 
+/// A graph-reading error as bad input (exit 2): an unreadable file in one
+/// line, a malformed one with its file and line.
+fn as_input(e: PartitionError) -> anyhow::Error {
+    match e {
+        PartitionError::Io { path, source } => input(parsim::unreadable(Path::new(&path), &source)),
+        other => InputError::flag("graph", other.to_string()).into(),
+    }
+}
+
+/// Refuses, before the graph is read, K values no graph can use: more parts
+/// than u32 part ids, or per-part state this machine cannot hold.
+fn check_k(k: usize, per_part_bytes: f64) -> Result<()> {
+    if k > u32::MAX as usize {
+        return Err(input(format!("K = {k}: at most {} parts", u32::MAX)));
+    }
+    if let Some(why) = parsim_core::mem::shortfall(k as f64 * per_part_bytes, &format!("K = {k} parts")) {
+        return Err(input(format!("K = {k} {why}")));
+    }
+    Ok(())
+}
+
 /// Runs the command.
 pub fn run(a: PartitionArgs) -> Result<()> {
     if a.k == 0 {
@@ -98,14 +101,24 @@ pub fn run(a: PartitionArgs) -> Result<()> {
     }
     let preset = Preset::parse(&a.preset)
         .ok_or_else(|| input(format!("--preset {}: expected fast, default or strong", a.preset)))?;
+    let name = a.graph.file_name().map_or_else(|| "graph".into(), |n| n.to_string_lossy().into_owned());
+    let vc = match a.method.as_str() {
+        "hash" => Some(VertexCut::Hash),
+        "greedy" => Some(VertexCut::Greedy),
+        "hdrf" => Some(VertexCut::Hdrf),
+        _ => None,
+    };
+    // Where the partition goes is checked before the graph is read.
+    let out = a
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("{name}.{}.{}", if vc.is_some() { "epart" } else { "part" }, a.k)));
+    parsim::check_output_file(&out, "--out")?;
+    check_k(a.k, 24.0)?;
     let t0 = Instant::now();
     if a.stream {
-        return stream(&a, t0);
+        return stream(&a, &out, t0);
     }
-    let as_input = |e: PartitionError| match e {
-        PartitionError::Io { .. } => anyhow::Error::from(e),
-        other => InputError::flag("graph", other.to_string()).into(),
-    };
     let mut g = io::read_graph(&a.graph).map_err(as_input)?;
     if let Some(c) = &a.coords {
         io::read_coords(c, &mut g).map_err(as_input)?;
@@ -120,16 +133,13 @@ pub fn run(a: PartitionArgs) -> Result<()> {
         cfg.objective = parsim_partition::Objective::Volume;
     }
     let t1 = Instant::now();
-    let name = a.graph.file_name().map_or_else(|| "graph".into(), |n| n.to_string_lossy().into_owned());
-    let vc = match a.method.as_str() {
-        "hash" => Some(VertexCut::Hash),
-        "greedy" => Some(VertexCut::Greedy),
-        "hdrf" => Some(VertexCut::Hdrf),
-        _ => None,
-    };
     if let Some(vc) = vc {
+        if a.k > g.edges().max(1) {
+            return Err(input(format!("K = {} is more than the {} edges: some part would be empty", a.k, g.edges())));
+        }
+        // Each vertex keeps a bitset of the parts it is replicated on.
+        check_k(a.k, g.n() as f64 / 8.0 + 8.0)?;
         let ep = vertex_cut(&g, a.k, vc, a.seed, a.imbalance - 1.0);
-        let out = a.out.unwrap_or_else(|| PathBuf::from(format!("{name}.epart.{}", a.k)));
         io::write_partition(&out, &ep.parts)?;
         println!(
             "{name}: {} edges into {} parts ({}): replication factor {:.4}, edge balance {:.4}, in {:.3} s → {} (one part per edge u < v, in vertex order)",
@@ -150,7 +160,7 @@ pub fn run(a: PartitionArgs) -> Result<()> {
         ))
     })?;
     if let Some(f) = &a.fixed {
-        cfg.fixed = Some(read_fixed(f, g.n())?);
+        cfg.fixed = Some(io::read_fixed(f, g.n()).map_err(as_input)?);
     }
     let mut migrated = None;
     let result = match &a.current {
@@ -169,7 +179,6 @@ pub fn run(a: PartitionArgs) -> Result<()> {
         Err(e) => return Err(e.into()),
     };
     let part_s = t1.elapsed().as_secs_f64();
-    let out = a.out.unwrap_or_else(|| Path::new(&format!("{name}.part.{}", a.k)).to_path_buf());
     io::write_partition(&out, &parts)?;
     if a.json {
         let j = json!({
@@ -204,7 +213,7 @@ pub fn run(a: PartitionArgs) -> Result<()> {
 }
 
 /// `--stream`: one pass over the file, memory per vertex only.
-fn stream(a: &PartitionArgs, t0: Instant) -> Result<()> {
+fn stream(a: &PartitionArgs, out: &Path, t0: Instant) -> Result<()> {
     use parsim_partition::streaming::{stream_edge_list, stream_metis, Streaming};
     let method = match a.method.as_str() {
         "ldg" => Streaming::Ldg,
@@ -219,13 +228,9 @@ fn stream(a: &PartitionArgs, t0: Instant) -> Result<()> {
         "bin" | "u32" => stream_edge_list(&a.graph, &cfg, method, true),
         _ => stream_metis(&a.graph, &cfg, method),
     }
-    .map_err(|e| match e {
-        PartitionError::Io { .. } => anyhow::Error::from(e),
-        other => InputError::flag("graph", other.to_string()).into(),
-    })?;
+    .map_err(as_input)?;
     let name = a.graph.file_name().map_or_else(|| "graph".into(), |n| n.to_string_lossy().into_owned());
-    let out = a.out.clone().unwrap_or_else(|| PathBuf::from(format!("{name}.part.{}", a.k)));
-    io::write_partition(&out, &parts)?;
+    io::write_partition(out, &parts)?;
     let mut sizes = vec![0usize; a.k];
     for &p in &parts {
         sizes[p as usize] += 1;

@@ -180,7 +180,7 @@ fn density_png<C: Comm, S>(comm: &C, v: &View<'_, S>, path: &Path, title: &str) 
 }
 
 fn io_err(path: &Path, e: std::io::Error) -> AbmError {
-    AbmError::Io { path: path.display().to_string(), source: e }
+    AbmError::Io { path: path.display().to_string(), cause: e }
 }
 
 /// A snapshot: density PNG (rank 0) and, if asked, each rank's VTK piece.

@@ -1,6 +1,7 @@
 //! Behaviour tests of the `parsim` binary.
 
 mod bad_input;
+mod campaign;
 mod des;
 mod epidemic;
 mod front;

@@ -75,8 +75,11 @@ fn bad_graphs_and_requests_exit_2_with_the_place() {
         let o = partition_in(&dir, &[&data("uk.graph"), k]);
         assert_eq!(o.status.code(), Some(2), "K = {k}");
     }
+    // A missing input file is bad input, said once.
     let o = partition_in(&dir, &["missing.graph", "2"]);
-    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("missing.graph: no such file") && !err.contains("os error"), "{err}");
 }
 
 #[test]

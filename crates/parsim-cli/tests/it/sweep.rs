@@ -240,14 +240,38 @@ fn bad_sweeps_exit_2_with_the_key_and_line() {
         &["task_timeout_s needs isolate"],
     );
     // Found by the hardening campaign (issue 20): each was accepted, or crashed, before.
-    bad("log.toml", "parameters = { \"abm.beta\" = { start = 0.01, stop = 0.1, num = 3, log = \"yes\" } }\nreplications = 2", &["log.toml:13", "log", "true or false"]);
-    bad("num.toml", "parameters = { \"abm.beta\" = { start = 0.01, stop = 0.1, num = 1e12 } }\nreplications = 2", &["num.toml:13", "at most 1000000 values"]);
-    bad("lhs.toml", "parameters = { \"abm.beta\" = [0.01, 0.1] }\nreplications = 2\nlatin_hypercube = { points = 1e12 }", &["latin_hypercube"]);
-    bad("lhs2.toml", "parameters = { \"abm.beta\" = [0.01, 0.1] }\nreplications = 2\nlatin_hypercube = { points = 1000000000000 }", &["at most 10000000"]);
-    bad("reps.toml", "parameters = { \"abm.beta\" = [0.01, 0.1] }\nreplications = 9223372036854775807", &["reps.toml:14", "tasks: at most"]);
+    bad(
+        "log.toml",
+        "parameters = { \"abm.beta\" = { start = 0.01, stop = 0.1, num = 3, log = \"yes\" } }\nreplications = 2",
+        &["log.toml:13", "log", "true or false"],
+    );
+    bad(
+        "num.toml",
+        "parameters = { \"abm.beta\" = { start = 0.01, stop = 0.1, num = 1e12 } }\nreplications = 2",
+        &["num.toml:13", "at most 1000000 values"],
+    );
+    bad(
+        "lhs.toml",
+        "parameters = { \"abm.beta\" = [0.01, 0.1] }\nreplications = 2\nlatin_hypercube = { points = 1e12 }",
+        &["latin_hypercube"],
+    );
+    bad(
+        "lhs2.toml",
+        "parameters = { \"abm.beta\" = [0.01, 0.1] }\nreplications = 2\nlatin_hypercube = { points = 1000000000000 }",
+        &["at most 10000000"],
+    );
+    bad(
+        "reps.toml",
+        "parameters = { \"abm.beta\" = [0.01, 0.1] }\nreplications = 9223372036854775807",
+        &["reps.toml:14", "tasks: at most"],
+    );
     bad("dots.toml", "parameters = { \"abm.x.beta\" = [0.1] }\nreplications = 2", &["TABLE.KEY"]);
     bad("bare.toml", "parameters = { \"betta\" = [0.1] }\nreplications = 2", &["abm.betta", "unknown key"]);
-    bad("late.toml", "parameters = { \"abm.beta\" = [0.1, 7.0] }\nreplications = 2", &["point 1 (abm.beta = 7.0)", "beta"]);
+    bad(
+        "late.toml",
+        "parameters = { \"abm.beta\" = [0.1, 7.0] }\nreplications = 2",
+        &["point 1 (abm.beta = 7.0)", "beta"],
+    );
     // A watched metric the model does not report is known only when a task
     // has run: every task fails, and the sweep says so with exit 1.
     let f = sweep_file(&dir, "metric.toml", "parameters = { \"abm.beta\" = [0.1] }\nuntil = { metric = \"atack_rate\", rel_halfwidth = 0.1, min = 2, max = 2 }\nretries = 0");
@@ -256,9 +280,18 @@ fn bad_sweeps_exit_2_with_the_key_and_line() {
     assert_eq!(o.status.code(), Some(1), "{e}");
     assert!(e.contains("2 task(s) failed") && e.contains("atack_rate"), "{e}");
     // A bare key is the model's table's: `beta` sweeps abm.beta, and the table says so.
-    let got = run_sweep(&sweep_file(&dir, "b.toml", "parameters = { \"beta\" = [0.04, 0.08] }\nreplications = 2\nmetrics = [\"attack_rate\"]"), &dir.join("b"), &[]);
+    let got = run_sweep(
+        &sweep_file(
+            &dir,
+            "b.toml",
+            "parameters = { \"beta\" = [0.04, 0.08] }\nreplications = 2\nmetrics = [\"attack_rate\"]",
+        ),
+        &dir.join("b"),
+        &[],
+    );
     assert!(got.starts_with("point,abm.beta,"), "{got}");
-    let rows: Vec<&str> = got.lines().skip(1).map(|l| l.split_once(',').unwrap().1.split_once(',').unwrap().1).collect();
+    let rows: Vec<&str> =
+        got.lines().skip(1).map(|l| l.split_once(',').unwrap().1.split_once(',').unwrap().1).collect();
     assert_ne!(rows[0], rows[1], "{got}");
     // A sweep scenario given to `parsim run` says what to do.
     let f = sweep_file(&dir, "run.toml", "parameters = { \"abm.beta\" = [0.1] }\nreplications = 2");

@@ -30,7 +30,10 @@ impl EdgeStream {
         let inner = reader.lines().enumerate().filter_map(move |(i, line)| {
             let line = match line {
                 Ok(l) => l,
-                Err(e) => return Some(Err(parse_err(&file, i + 1, e.to_string()))),
+                Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                    return Some(Err(parse_err(&file, i + 1, "not a text file (not UTF-8)")))
+                }
+                Err(e) => return Some(Err(PartitionError::Io { path: file.clone(), source: e })),
             };
             let t = line.trim();
             if t.is_empty() || t.starts_with('#') || t.starts_with('%') {
@@ -42,7 +45,7 @@ impl EdgeStream {
                     .next()
                     .ok_or_else(|| parse_err(&file, i + 1, format!("missing the {what} vertex of an edge")))?;
                 tok.parse::<u64>()
-                    .map_err(|_| parse_err(&file, i + 1, format!("vertex id \"{tok}\" is not a non-negative integer")))
+                    .map_err(|_| parse_err(&file, i + 1, format!("vertex id {}", super::describe_bad_int(tok))))
             };
             Some(id("first").and_then(|a| id("second").map(|b| (a, b))))
         });

@@ -15,10 +15,7 @@ pub fn read_metis(path: &Path) -> Result<Graph> {
 }
 
 fn int(tok: &str, file: &str, line: usize, what: &str) -> Result<i64> {
-    tok.parse::<i64>().map_err(|_| {
-        let kind = if tok.parse::<f64>().is_ok() { "not an integer" } else { "not a number" };
-        parse_err(file, line, format!("{what} \"{tok}\" is {kind}"))
-    })
+    tok.parse::<i64>().map_err(|_| parse_err(file, line, format!("{what} {}", super::describe_bad_int(tok))))
 }
 
 /// Parses METIS graph text; `file` names it in errors.
@@ -36,7 +33,11 @@ pub fn parse_metis(text: &str, file: &str) -> Result<Graph> {
     };
     let h: Vec<&str> = header.split_whitespace().collect();
     if h.len() < 2 || h.len() > 4 {
-        return Err(parse_err(file, hline + 1, format!("header \"{}\": expected \"n m [fmt [ncon]]\"", header.trim())));
+        return Err(parse_err(
+            file,
+            hline + 1,
+            format!("the header has {} field(s): expected \"n m [fmt [ncon]]\"", h.len()),
+        ));
     }
     let n = int(h[0], file, hline + 1, "vertex count")?;
     let m = int(h[1], file, hline + 1, "edge count")?;
@@ -48,7 +49,7 @@ pub fn parse_metis(text: &str, file: &str) -> Result<Graph> {
         return Err(parse_err(
             file,
             hline + 1,
-            format!("fmt \"{fmt}\": expected up to three 0/1 digits (e.g. 0, 1, 10, 11, 100)"),
+            "fmt: expected up to three 0/1 digits (e.g. 0, 1, 10, 11, 100)".to_string(),
         ));
     }
     let f = format!("{fmt:0>3}");

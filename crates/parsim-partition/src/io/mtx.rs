@@ -41,7 +41,7 @@ pub fn parse_mtx(text: &str, file: &str) -> Result<Graph> {
             toks.get(k)
                 .ok_or_else(|| parse_err(file, i + 1, "too few numbers"))?
                 .parse::<usize>()
-                .map_err(|_| parse_err(file, i + 1, format!("\"{}\" is not a positive integer", toks[k])))
+                .map_err(|_| parse_err(file, i + 1, format!("entry {}: {}", k + 1, super::describe_bad_int(toks[k]))))
         };
         match size {
             None => {

@@ -121,7 +121,11 @@ fn an_edited_or_contradictory_log_is_refused_on_resume() {
     // A value edited by hand (the checksum no longer matches).
     let line = text.lines().nth(1).unwrap();
     let at = line.find("\"x\":").expect("metric x") + 4;
-    let edited = format!("{}1e308{}", &line[..at], &line[at..].trim_start_matches(|c: char| c == '-' || c == '.' || c == 'e' || c.is_ascii_digit()));
+    let edited = format!(
+        "{}1e308{}",
+        &line[..at],
+        &line[at..].trim_start_matches(|c: char| c == '-' || c == '.' || c == 'e' || c.is_ascii_digit())
+    );
     let e = resume(&text.replace(line, &edited)).unwrap_err();
     assert!(e.contains("line 2") && e.contains("checksum"), "{e}");
     // An Ok record turned into an Err.
@@ -129,8 +133,10 @@ fn an_edited_or_contradictory_log_is_refused_on_resume() {
     assert!(e.contains("line 2"), "{e}");
     // The same task twice with different results (each line valid on its own).
     let (p0, p1) = (text.lines().nth(1).unwrap(), text.lines().nth(2).unwrap());
-    let r0: parsim_sweep::Record = serde_json::from_value(serde_json::from_str::<serde_json::Value>(p0).unwrap()["record"].clone()).unwrap();
-    let mut r1: parsim_sweep::Record = serde_json::from_value(serde_json::from_str::<serde_json::Value>(p1).unwrap()["record"].clone()).unwrap();
+    let r0: parsim_sweep::Record =
+        serde_json::from_value(serde_json::from_str::<serde_json::Value>(p0).unwrap()["record"].clone()).unwrap();
+    let mut r1: parsim_sweep::Record =
+        serde_json::from_value(serde_json::from_str::<serde_json::Value>(p1).unwrap()["record"].clone()).unwrap();
     (r1.point, r1.replication) = (r0.point, r0.replication);
     let mut d = parsim_core::Digester::new();
     d.write_str(&s.fingerprint());

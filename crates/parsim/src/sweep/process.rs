@@ -157,24 +157,48 @@ impl Drop for ProcessPool {
 }
 
 /// The child's side: answers requests from stdin until it closes.
-pub fn serve(run: impl Fn(&Task, u64) -> Result<Metrics, String>) -> Result<(), Box<dyn std::error::Error>> {
+pub fn serve(
+    points: usize,
+    run: impl Fn(&Task, u64) -> Result<Metrics, String>,
+) -> Result<(), Box<dyn std::error::Error>> {
     let stdin = std::io::stdin();
     for line in stdin.lock().lines() {
         let line = line?;
         if line.trim().is_empty() {
             continue;
         }
-        let req: Request = serde_json::from_str(&line)?;
-        let answer = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&req.task, req.seed))) {
-            Ok(Ok(m)) => Answer::Ok(m),
-            Ok(Err(e)) => Answer::Err(e),
-            Err(p) => Answer::Err(parsim_sweep::exec::panic_message(p.as_ref())),
+        // A request that does not parse, or names a point the sweep does
+        // not have, is answered with an error: the parent reports it.
+        let answer = match parse_request(&line, points) {
+            Err(e) => Answer::Err(e),
+            Ok(req) => match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&req.task, req.seed))) {
+                Ok(Ok(m)) => Answer::Ok(m),
+                Ok(Err(e)) => Answer::Err(e),
+                Err(p) => Answer::Err(parsim_sweep::exec::panic_message(p.as_ref())),
+            },
         };
         let mut out = std::io::stdout().lock();
         writeln!(out, "{MARK}{}", serde_json::to_string(&answer)?)?;
         out.flush()?;
     }
     Ok(())
+}
+
+/// One `--serve` request line: a JSON [`Request`] whose task names one of
+/// the sweep's `points`.
+///
+/// ```
+/// let r = parsim::parse_request(r#"{"task":{"point":1,"replication":3,"attempt":0},"seed":9}"#, 2).unwrap();
+/// assert_eq!((r.task.point, r.seed), (1, 9));
+/// assert!(parsim::parse_request(r#"{"task":{"point":2,"replication":3,"attempt":0},"seed":9}"#, 2).is_err());
+/// assert!(parsim::parse_request("not json", 2).is_err());
+/// ```
+pub fn parse_request(line: &str, points: usize) -> Result<Request, String> {
+    let req: Request = serde_json::from_str(line).map_err(|e| format!("a bad task request ({e})"))?;
+    if req.task.point >= points {
+        return Err(format!("a task request for point {}, but the sweep has {points} point(s)", req.task.point));
+    }
+    Ok(req)
 }
 
 /// Kills this process with SIGKILL (an injected death: `[sweep] inject_kills`).

@@ -108,7 +108,8 @@ fn sweep_runs_over_a_user_parameter() {
         assert!(out.join(f).exists(), "{f}");
     }
     let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
-    assert!(csv.starts_with("point,p,replications"), "{csv}");
+    // A bare key is the model's table's, and the table names it in full.
+    assert!(csv.starts_with("point,coins.p,replications"), "{csv}");
     // The same table with one worker.
     let out1 = tmp("sweep1");
     let a1 = SweepArgs { workers: Some(1), out: Some(out1.clone()), ..a };
