@@ -56,9 +56,9 @@ pub fn metis(data: &[u8]) {
     }
 }
 
-/// METIS, streamed (`--stream`): it accepts what the whole reader accepts,
-/// and refuses what that reader refuses except for what one pass cannot see
-/// (duplicate edges, weight totals); its parts are in 0..K and balanced.
+/// METIS, streamed (`--stream`): it accepts exactly what the whole reader
+/// accepts (symmetry by a 64-bit hash: a miss has probability ~2⁻⁶⁴), and
+/// its parts are in 0..K.
 pub fn metis_stream(data: &[u8]) {
     let path = scratch_file("s.graph", data);
     let file = path.display().to_string();
@@ -73,10 +73,7 @@ pub fn metis_stream(data: &[u8]) {
                     assert_eq!(parts.len(), g.n());
                     assert!(parts.iter().all(|&p| p < 2), "a part out of range");
                 }
-                Err(e) => assert!(
-                    e.contains("duplicate") || e.contains("sum to"),
-                    "the stream accepted what the whole reader refuses: {e}"
-                ),
+                Err(e) => panic!("the stream accepted what the whole reader refuses: {e}"),
             },
             Err(PartitionError::BadArgument(m)) => assert!(m.contains("K = 2"), "{m}"),
             Err(e) => {

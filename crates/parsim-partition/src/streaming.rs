@@ -119,8 +119,9 @@ fn edge_hash(a: u64, b: u64, w: i64) -> u64 {
 /// self-loops, edge weights > 0, the vertex and edge counts, no lines after
 /// the last vertex; symmetry (every edge listed from both ends with the
 /// same weight) is checked with a pair of order-independent 64-bit edge
-/// hashes, which a non-symmetric file fails but with probability about 2⁻⁶⁴.
-/// Duplicate edges are not detected (that needs the rows).
+/// hashes, which a non-symmetric file fails but with probability about 2⁻⁶⁴;
+/// duplicate edges (a neighbour twice in one row) and weight totals beyond
+/// [`crate::MAX_TOTAL_WEIGHT`] are refused as well.
 pub fn stream_metis(path: &Path, cfg: &Config, method: Streaming) -> Result<Vec<u32>> {
     let file = path.display().to_string();
     let f = std::fs::File::open(path).map_err(|source| PartitionError::Io { path: file.clone(), source })?;
@@ -135,6 +136,10 @@ pub fn stream_metis(path: &Path, cfg: &Config, method: Streaming) -> Result<Vec<
     let mut state: Option<Head> = None;
     let mut v = 0usize;
     let mut entries = 0i64;
+    // Weight totals (per constraint, and of the edges counted from both ends).
+    let mut vtotal = [0i128; 64];
+    let mut etotal = 0i128;
+    let mut sorted: Vec<usize> = Vec::new();
     let (mut up, mut down) = (0u64, 0u64);
     let mut last_line = 0usize;
     for (i, line) in lines.by_ref() {
@@ -209,6 +214,10 @@ pub fn stream_metis(path: &Path, cfg: &Config, method: Streaming) -> Result<Vec<
                     if w < 0 {
                         return Err(parse_err(&file, ln, format!("vertex {me}: negative size or weight {w}")));
                     }
+                    let c = j - usize::from(*size);
+                    if !(j == 0 && *size) {
+                        vtotal[c] += i128::from(w);
+                    }
                 }
                 let mut nb = Vec::new();
                 while let Some(t) = toks.next() {
@@ -242,7 +251,15 @@ pub fn stream_metis(path: &Path, cfg: &Config, method: Streaming) -> Result<Vec<
                         down = down.wrapping_add(edge_hash(b, a, w));
                     }
                     entries += 1;
+                    etotal += i128::from(w);
                     nb.push(u as usize - 1);
+                }
+                // A duplicate edge is a neighbour listed twice in one row.
+                sorted.clear();
+                sorted.extend_from_slice(&nb);
+                sorted.sort_unstable();
+                if let Some(d) = sorted.windows(2).find(|p| p[0] == p[1]) {
+                    return Err(parse_err(&file, ln, format!("vertex {me}: duplicate edge {me}-{}", d[0] + 1)));
                 }
                 s.place(v, nb.into_iter());
                 v += 1;
@@ -266,6 +283,14 @@ pub fn stream_metis(path: &Path, cfg: &Config, method: Streaming) -> Result<Vec<
                 "the header declares {m} edges but the adjacency lists hold {entries} entries ({} edges)",
                 entries as f64 / 2.0
             ),
+        ));
+    }
+    let limit = i128::from(crate::MAX_TOTAL_WEIGHT);
+    if etotal / 2 > limit || vtotal.iter().any(|&t| t > limit) {
+        return Err(parse_err(
+            &file,
+            0,
+            format!("the vertex or edge weights sum to more than {limit} (2^53, the largest total parsim sums exactly): scale the weights down"),
         ));
     }
     if up != down {

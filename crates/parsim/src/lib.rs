@@ -93,7 +93,7 @@ mod stencil_model;
 mod sweep;
 
 pub use experiment::{exit_code, parse_backend, print_phases, Experiment, RunArgs, SweepArgs};
-pub use files::{check_output_dir, check_output_file, input_file_error, sweep_stale_temps, unreadable};
+pub use files::{check_output_dir, check_output_file, input_file_error, sweep_stale_temps, unreadable, STALE_AFTER};
 pub use model::{check, BoxError, Model, Outcome, ParamError, Rank};
 pub use progress::Progress;
 pub use run::{peak_rss, read_run_table, toml_to_json, write_atomic, Backend, Finished, RunPlan, RunSettings};

@@ -61,6 +61,10 @@ pub struct RunSettings {
     pub out: Option<String>,
 }
 
+/// The most ranks the threads backend starts (one OS thread each, and a
+/// channel to every other rank).
+pub const MAX_THREAD_RANKS: usize = 4096;
+
 /// Reads `[run]` (`model` is required when `require_model`).
 pub fn read_run_table(sc: &mut Scenario, require_model: bool) -> Result<RunSettings, InputError> {
     let mut run = sc.section("run", require_model)?;
@@ -73,6 +77,14 @@ pub fn read_run_table(sc: &mut Scenario, require_model: bool) -> Result<RunSetti
     let backend = run.choice("backend", Some("threads"), &["threads", "mpi"])?;
     let threads_per_rank = run.int("threads_per_rank", Some(1), 1..=1024)? as usize;
     let out = run.string("out", None)?;
+    if backend == "threads" && ranks > MAX_THREAD_RANKS {
+        return Err(run.error(
+            "ranks",
+            format!(
+                "{ranks} ranks on the threads backend: at most {MAX_THREAD_RANKS} (one OS thread each); run more under MPI"
+            ),
+        ));
+    }
     run.finish()?;
     let backend = Backend::parse(&backend).expect("validated backend");
     Ok(RunSettings { model, seed, ranks, backend, threads_per_rank, out })

@@ -78,10 +78,17 @@ impl Domain {
                 ));
             }
             per_chunk[a] = ((side / radius).floor() as u32).clamp(1, 1 << 10);
-            cells[a] = chunks[a] * per_chunk[a];
+            let along = u64::from(chunks[a]) * u64::from(per_chunk[a]);
+            if along > 1 << 28 {
+                return Err(AbmError::config(
+                    "space.chunks",
+                    format!("{along} cells along axis {a}: use fewer chunks or a larger radius (at most 2^28 cells)"),
+                ));
+            }
+            cells[a] = along as u32;
             cell[a] = size[a] / f64::from(cells[a]);
         }
-        let total = cells.iter().map(|&c| u64::from(c)).product::<u64>();
+        let total = cells.iter().map(|&c| u64::from(c)).fold(1u64, u64::saturating_mul);
         if total > 1 << 28 {
             return Err(AbmError::config(
                 "space.radius",

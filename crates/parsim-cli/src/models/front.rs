@@ -76,6 +76,11 @@ impl FrontSetup {
         if front.size.len() != 2 || front.size.iter().any(|&n| !(4..=1 << 15).contains(&n)) {
             return Err(bad(sc, "size", format!("expected [ny, nx], each 4..=32768, found {:?}", front.size)));
         }
+        // Two f64 fields of every cell, plus a halo per tile: refused before anything is allocated.
+        let cells = front.size.iter().map(|&n| n as f64).product::<f64>();
+        if let Some(why) = parsim_core::mem::shortfall(cells * 2.0 * 8.0 * 1.1, "two f64 fields of every cell") {
+            return Err(bad(sc, "size", why));
+        }
         if front.tile.len() != 2 || front.tile.iter().any(|&n| n == 0 || n > 1 << 15) {
             return Err(bad(sc, "tile", format!("expected [ty, tx], each 1..=32768, found {:?}", front.tile)));
         }

@@ -104,6 +104,15 @@ impl<R: Rule + Clone + Serialize + DeserializeOwned> SpaceSetup<R> {
             }
             other => sc.error_at("space", "", other.to_string()),
         })?;
+        // Agents (position, velocity, id and their copies while they move
+        // between chunks: about 96 bytes each) and the cell lists: refused
+        // before anything is allocated.
+        let need = space.agents as f64 * 96.0 + domain.n_cells() as f64 * 16.0;
+        if let Some(why) =
+            parsim_core::mem::shortfall(need, &format!("{} agents and {} cells", space.agents, domain.n_cells()))
+        {
+            return Err(sc.error_at("space", "agents", format!("[space] agents: {why}")));
+        }
         lb.check(domain.n_chunks()).map_err(|(k, m)| {
             let k = k.trim_start_matches("lb.").to_string();
             sc.error_at("lb", &k, format!("[lb] {k}: {m}"))

@@ -144,6 +144,12 @@ fn sizes_that_do_not_fit_are_refused_with_the_estimate_before_allocating() {
         );
     }
     exits_2(&["bench", "epidemic", "--ranks", "0", "--quick"], &["--ranks 0"]);
+    exits_2(&["run", "scenarios/crowd.toml", "--set", "space.agents=17000000000"], &["[space] agents", "TB"]);
+    exits_2(
+        &["run", "scenarios/flock.toml", "--set", "space.chunks=[65536,65536]", "--set", "space.radius=1e-9"],
+        &["space"],
+    );
+    exits_2(&["run", "scenarios/ring.toml", "--ranks", "20000"], &["[run] ranks", "at most 4096"]);
 }
 
 #[test]
@@ -221,10 +227,13 @@ fn weights_too_large_to_sum_and_bad_streamed_files_are_refused() {
     let vw = g("vw.graph", &format!("3 2 10\n{big} 2\n{big} 1 3\n{big} 2\n"));
     exits_2(&["partition", &vw, "2"], &["vertex weights", "2^53"]);
     // The streaming reader checks what the whole reader checks.
+    let sum = format!("3 2 1\n2 {big}\n1 {big} 3 {big}\n2 {big}\n");
     for (name, text, want) in [
         ("nbr.graph", "3 2\n2 9\n1 3\n2\n", "neighbour 9 is outside 1..=3"),
         ("trail.graph", "3 2\n2\n1 3\n2\n1\n", "more vertex lines"),
         ("count.graph", "3 5\n2\n1 3\n2\n", "declares 5 edges"),
+        ("dup.graph", "3 3\n2 2\n1 1 3\n2\n", "duplicate edge"),
+        ("sum.graph", sum.as_str(), "2^53"),
         ("short.graph", "3 2\n2\n1 3\n", "declares 3 vertices"),
         ("asym.graph", "4 2\n2\n3\n4\n1\n", "not symmetric"),
         ("loop.graph", "2 1\n1\n1\n", "self-loop"),

@@ -76,5 +76,8 @@ pub fn parse_mtx(text: &str, file: &str) -> Result<Graph> {
     }
     edges.sort_unstable();
     edges.dedup();
-    Graph::from_edges(n, &edges)
+    Graph::from_edges(n, &edges).map_err(|e| match e {
+        e @ crate::PartitionError::Parse { .. } => e,
+        other => parse_err(file, 0, other.to_string()),
+    })
 }
