@@ -36,7 +36,7 @@ enum Command {
     /// Run a scenario and write DIR/summary.json.
     #[command(after_help = RUN_EXAMPLES)]
     Run(RunArgs),
-    /// Partition a graph file into K parts (gpmetis-compatible): writes NAME.part.K.
+    /// Partition a graph file into K parts (gpmetis-compatible): writes GRAPH.part.K beside the graph, as gpmetis does.
     #[command(after_help = PARTITION_EXAMPLES)]
     Partition {
         /// The graph: METIS format, or .mtx (Matrix Market), .txt/.el (SNAP edge list), .bin/.u32 (u32 pairs).
@@ -49,28 +49,19 @@ enum Command {
         /// Largest part weight over the target, e.g. 1.03 (gpmetis: -ufactor=30).
         #[arg(long, default_value_t = 1.03)]
         imbalance: f64,
-        /// gpmetis's -ufactor=U: imbalance 1 + U/1000.
-        #[arg(long, hide = true)]
-        ufactor: Option<u32>,
         /// Seed of every random choice.
         #[arg(long, default_value_t = 0)]
         seed: u64,
         /// fast, default or strong (more time for a lower cut).
         #[arg(long, default_value = "default")]
         preset: String,
-        /// gpmetis's -ptype=rb|kway (both run the multilevel method).
-        #[arg(long, hide = true)]
-        ptype: Option<String>,
-        /// gpmetis's -objtype=cut|vol: minimise the edge cut (default) or the total communication volume.
-        #[arg(long, hide = true)]
-        objtype: Option<String>,
         /// Contiguous parts (gpmetis: -contig): every part one connected piece.
         #[arg(long)]
         contig: bool,
         /// With --method ldg|fennel: partition while reading the file, without loading the graph.
         #[arg(long)]
         stream: bool,
-        /// Output file (default: NAME.part.K in the current directory).
+        /// Output file (default: the graph's path plus .part.K, where gpmetis writes it).
         #[arg(long)]
         out: Option<PathBuf>,
         /// A coordinates file (one vertex per line) for geometric methods.
@@ -88,6 +79,8 @@ enum Command {
         /// Print a JSON report.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        gp: partition_cmd::GpmetisOpts,
     },
     /// Run a scenario's [sweep]: replications and parameter points, with statistics per point.
     #[command(after_help = SWEEP_EXAMPLES)]
@@ -473,11 +466,8 @@ fn main() -> ExitCode {
             k,
             method,
             imbalance,
-            ufactor,
             seed,
             preset,
-            ptype,
-            objtype,
             contig,
             out,
             coords,
@@ -486,32 +476,24 @@ fn main() -> ExitCode {
             alpha,
             stream,
             json,
-        } => {
-            if ptype.as_deref().is_some_and(|p| p != "rb" && p != "kway") {
-                Err(InputError::flag("-ptype", "expected rb or kway").into())
-            } else if objtype.as_deref().is_some_and(|o| o != "cut" && o != "vol") {
-                Err(InputError::flag("-objtype", "expected cut or vol").into())
-            } else {
-                let imbalance = ufactor.map_or(imbalance, |u| 1.0 + f64::from(u) / 1000.0);
-                partition_cmd::run(partition_cmd::PartitionArgs {
-                    graph,
-                    k,
-                    method,
-                    imbalance,
-                    seed,
-                    preset,
-                    out,
-                    json,
-                    coords,
-                    fixed,
-                    current,
-                    alpha,
-                    contig,
-                    volume: objtype.as_deref() == Some("vol"),
-                    stream,
-                })
-            }
-        }
+            gp,
+        } => partition_cmd::run(partition_cmd::PartitionArgs {
+            graph,
+            k,
+            method,
+            imbalance,
+            seed,
+            preset,
+            out,
+            json,
+            coords,
+            fixed,
+            current,
+            alpha,
+            contig,
+            stream,
+            gp,
+        }),
         Command::Sweep(a) => cmd::sweep::run(&a),
         Command::Supervise { restarts, command } => cmd::supervise::run(restarts, &command),
         Command::Model { what: ModelWhat::Checkpoint { delta, mtbf, restart } } => {

@@ -227,6 +227,36 @@ impl Graph {
         Ok(())
     }
 
+    /// The number of connected components (isolated vertices count one each).
+    ///
+    /// ```
+    /// let g = parsim_partition::Graph::from_edges(5, &[(0, 1, 1), (2, 3, 1)]).unwrap();
+    /// assert_eq!(g.components(), 3);
+    /// ```
+    pub fn components(&self) -> usize {
+        let n = self.n();
+        let mut seen = vec![false; n];
+        let mut stack = Vec::new();
+        let mut count = 0;
+        for s in 0..n {
+            if seen[s] {
+                continue;
+            }
+            count += 1;
+            seen[s] = true;
+            stack.push(s);
+            while let Some(v) = stack.pop() {
+                for &u in self.neighbours(v) {
+                    if !seen[u as usize] {
+                        seen[u as usize] = true;
+                        stack.push(u as usize);
+                    }
+                }
+            }
+        }
+        count
+    }
+
     /// The weight of edge `v`-`u`, if present (linear or binary search of `v`'s row).
     pub fn weight_of(&self, v: usize, u: u32) -> Option<i64> {
         let nb = self.neighbours(v);

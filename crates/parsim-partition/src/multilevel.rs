@@ -452,23 +452,64 @@ pub fn multilevel_kway(g: &Graph, cfg: &Config) -> Result<(Vec<u32>, crate::Metr
         m = metrics(g, &parts, cfg);
         if !m.balanced {
             return Err(PartitionError::Infeasible(format!(
-                "no contiguous partition into {} parts within imbalance {:.4} was found (best: max imbalance {:.4})",
+                "no contiguous partition into {} parts with every part at most {:.4} of the average was found (best: max imbalance {:.4})",
                 cfg.k,
-                cfg.imbalance,
+                1.0 + cfg.imbalance,
                 m.max_imbalance()
             )));
         }
     }
+    if m.balanced && m.empty_parts > 0 && fill_empty_parts(g, &mut parts, cfg) {
+        // A loose limit lets refinement empty a part: each empty part takes
+        // the vertex that costs least to move out of the heaviest part,
+        // which only lowers the heaviest weight.
+        m = metrics(g, &parts, cfg);
+    }
     if !m.balanced || m.empty_parts > 0 {
         return Err(PartitionError::Infeasible(format!(
-            "no partition into {} parts within imbalance {:.4} was found (best: max imbalance {:.4}, {} empty parts)",
+            "no partition into {} parts with every part at most {:.4} of the average was found (best: max imbalance {:.4}, {} empty parts)",
             cfg.k,
-            cfg.imbalance,
+            1.0 + cfg.imbalance,
             m.max_imbalance(),
             m.empty_parts
         )));
     }
     Ok((parts, m))
+}
+
+/// Gives every empty part one vertex: the free vertex of the most populous
+/// part whose edges into that part weigh least. Returns whether every part
+/// is now used (false when too few free vertices exist).
+fn fill_empty_parts(g: &Graph, parts: &mut [u32], cfg: &Config) -> bool {
+    let k = cfg.k;
+    let mut count = vec![0usize; k];
+    for &p in parts.iter() {
+        count[p as usize] += 1;
+    }
+    let free = |v: usize| cfg.fixed.as_ref().is_none_or(|f| f[v] == FREE);
+    for e in 0..k {
+        if count[e] > 0 {
+            continue;
+        }
+        let Some(q) = (0..k).filter(|&q| count[q] > 1).max_by_key(|&q| (count[q], std::cmp::Reverse(q))) else {
+            return false;
+        };
+        let inside = |v: usize| -> i64 {
+            g.neighbours(v)
+                .iter()
+                .zip(g.edge_weights(v))
+                .filter(|(&u, _)| parts[u as usize] as usize == q)
+                .map(|(_, &w)| w)
+                .sum()
+        };
+        let Some(v) = (0..g.n()).filter(|&v| parts[v] as usize == q && free(v)).min_by_key(|&v| (inside(v), v)) else {
+            return false;
+        };
+        parts[v] = e as u32;
+        count[q] -= 1;
+        count[e] += 1;
+    }
+    true
 }
 
 /// Repartitioning for dynamic load balancing: starting from `current`,
