@@ -28,6 +28,8 @@ command -v mpirun >/dev/null 2>&1 || need+=(openmpi-bin)
 dpkg -s libopenmpi-dev >/dev/null 2>&1 || need+=(libopenmpi-dev)
 dpkg -s libclang-dev >/dev/null 2>&1 || need+=(libclang-dev)
 command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
+# gpmetis, for the gpmetis-parity test (partition options through both tools).
+command -v gpmetis >/dev/null 2>&1 || need+=(metis)
 if [ ${#need[@]} -gt 0 ]; then
   step "installing ${need[*]}"
   sudo=""

@@ -1,7 +1,10 @@
 //! `parsim bench partition`: every graph in a directory × K = 2 … 64 at
 //! imbalance 1.03: parsim's multilevel (default and strong presets) against
 //! `gpmetis` run in the same benchmark, as geometric means of the cut and
-//! time ratios, per K and overall.
+//! time ratios, per K and overall: the partitioning step alone (parsim's
+//! in-process time against gpmetis's own "Partitioning" timer), and both
+//! tools as whole processes, CPU seconds against CPU seconds (the kernel's
+//! accounting of each child) and wall against wall.
 
 use super::median;
 use std::path::{Path, PathBuf};
@@ -37,6 +40,47 @@ pub struct Row {
     pub metis_time_s: Option<f64>,
     /// Whether gpmetis's partition meets the (1 + ε)·⌈W/k⌉ rule.
     pub metis_balanced: Option<bool>,
+    /// `parsim partition` as a whole process (reading, partitioning,
+    /// writing): CPU seconds (user + system) and wall seconds, medians.
+    pub proc_cpu_s: f64,
+    /// Wall seconds of the same process.
+    pub proc_wall_s: f64,
+    /// `gpmetis` as a whole process, measured the same way.
+    pub metis_cpu_s: Option<f64>,
+    /// Wall seconds of the same process.
+    pub metis_wall_s: Option<f64>,
+}
+
+/// CPU seconds (user + system) of the children this process has waited for.
+fn children_cpu_s() -> f64 {
+    #[cfg(unix)]
+    {
+        // SAFETY: getrusage only writes the struct it is given.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) } == 0 {
+            let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+            return tv(ru.ru_utime) + tv(ru.ru_stime);
+        }
+    }
+    f64::NAN
+}
+
+/// Runs `cmd` to its end `reps` times: median CPU seconds (its own, from
+/// the kernel's accounting of waited-for children) and median wall seconds.
+/// `None` when the program cannot be started or fails.
+fn process_times(mut cmd: impl FnMut() -> Command, reps: usize) -> Option<(f64, f64)> {
+    let (mut cpu, mut wall) = (Vec::new(), Vec::new());
+    for _ in 0..reps {
+        let c0 = children_cpu_s();
+        let t = Instant::now();
+        let ok = cmd().stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).status().ok()?;
+        wall.push(t.elapsed().as_secs_f64());
+        cpu.push(children_cpu_s() - c0);
+        if !ok.success() {
+            return None;
+        }
+    }
+    Some((median(cpu), median(wall)))
 }
 
 fn ours(g: &Graph, k: usize, preset: Preset, reps: usize) -> parsim_partition::Result<(i64, f64)> {
@@ -239,6 +283,29 @@ pub fn run(dir: PathBuf, out: PathBuf, quick: bool, reps: usize, only_distribute
             };
             let (strong_cut, strong_time_s) = ours(&g, k, Preset::Strong, 1)?;
             let metis = gpmetis(f, &g, k, &tmp, reps)?;
+            // Both tools as whole processes, timed alike: CPU against CPU, wall against wall.
+            let exe = std::env::current_exe()?;
+            let part_out = tmp.join("parsim.part");
+            let (proc_cpu_s, proc_wall_s) = process_times(
+                || {
+                    let mut c = Command::new(&exe);
+                    c.arg("partition").arg(f).arg(k.to_string()).arg("-ufactor=30").arg("--out").arg(&part_out);
+                    c
+                },
+                reps,
+            )
+            .context("parsim partition failed as a process")?;
+            let copy = tmp.join(f.file_name().expect("file name"));
+            let metis_proc = metis.and_then(|_| {
+                process_times(
+                    || {
+                        let mut c = Command::new("gpmetis");
+                        c.arg("-ufactor=30").arg(&copy).arg(k.to_string());
+                        c
+                    },
+                    reps,
+                )
+            });
             let row = Row {
                 graph: name.clone(),
                 k,
@@ -249,6 +316,10 @@ pub fn run(dir: PathBuf, out: PathBuf, quick: bool, reps: usize, only_distribute
                 metis_cut: metis.map(|m| m.0),
                 metis_time_s: metis.map(|m| m.1),
                 metis_balanced: metis.map(|m| m.2),
+                proc_cpu_s,
+                proc_wall_s,
+                metis_cpu_s: metis_proc.map(|m| m.0),
+                metis_wall_s: metis_proc.map(|m| m.1),
             };
             let r = |a: i64, b: Option<i64>| b.map_or(f64::NAN, |b| a.max(1) as f64 / b.max(1) as f64);
             println!(
@@ -290,6 +361,24 @@ pub fn run(dir: PathBuf, out: PathBuf, quick: bool, reps: usize, only_distribute
     }
     let (c, t, s, ts, w, n) = summary(&|_| true);
     println!("{:>8} {c:>10.3} {t:>10.3} {s:>12.3} {ts:>12.3} {w:>10.2} {n:>6}", "all");
+    // Like with like: each tool as a whole process (read, partition, write),
+    // CPU seconds from the kernel's accounting of both children, and wall
+    // seconds, in the same run.
+    println!("\nwhole processes, parsim partition over gpmetis (same graph, K, -ufactor=30; medians of {reps})");
+    println!("{:>8} {:>10} {:>10} {:>6}", "K", "CPU", "wall", "n");
+    let proc_ratio = |sel: &dyn Fn(&Row) -> bool| {
+        let rs: Vec<&Row> = rows.iter().filter(|r| sel(r) && r.metis_cpu_s.is_some()).collect();
+        // The kernel accounts CPU in ticks of at most 1 ms here: floor both at 1 ms.
+        let cpu: Vec<f64> = rs.iter().map(|r| r.proc_cpu_s.max(1e-3) / r.metis_cpu_s.unwrap().max(1e-3)).collect();
+        let wall: Vec<f64> = rs.iter().map(|r| r.proc_wall_s.max(1e-3) / r.metis_wall_s.unwrap().max(1e-3)).collect();
+        (geomean(&cpu), geomean(&wall), rs.len())
+    };
+    for &k in ks {
+        let (c, w, n) = proc_ratio(&|r: &Row| r.k == k);
+        println!("{k:>8} {c:>10.3} {w:>10.3} {n:>6}");
+    }
+    let (c, w, n) = proc_ratio(&|_| true);
+    println!("{:>8} {c:>10.3} {w:>10.3} {n:>6}", "all");
     // The one-pass and label-propagation methods against the multilevel cut.
     println!("\nstreaming and label propagation: geometric mean of cut / multilevel cut (and balance kept)");
     println!("{:>8} {:>10} {:>10} {:>10}", "K", "ldg", "fennel", "lp");

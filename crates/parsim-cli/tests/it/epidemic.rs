@@ -90,6 +90,33 @@ fn verify_prints_theory_beside_simulation() {
     }
 }
 
+/// Every shipped epidemic scenario partitions at a cost the run repays; a
+/// costly partitioner that is not repaid is named with the alternative.
+#[test]
+fn the_er_scenario_partitions_for_free_and_a_costly_partitioner_is_named() {
+    let dir = tmp("epi-er-part");
+    let text = std::fs::read_to_string(crate::support::root().join("scenarios/epidemic-er.toml")).unwrap();
+    assert!(text.contains("partitioner = \"block\""), "epidemic-er.toml");
+    let out = dir.join("o");
+    let o = parsim(&[
+        "run",
+        "scenarios/epidemic-er.toml",
+        "--set",
+        "abm.agents=20000",
+        "--set",
+        "abm.days=5",
+        "--set",
+        "abm.partitioner=\"multilevel\"",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let s = crate::support::read_summary(&out);
+    let m = &s["metrics"];
+    let said = String::from_utf8_lossy(&o.stdout).contains("partitioner = \"block\" costs nothing");
+    assert_eq!(said, m["partition_s"].as_f64().unwrap() > m["simulation_s"].as_f64().unwrap(), "{m}");
+}
+
 #[test]
 fn the_reference_contact_file_runs() {
     let dir = tmp("epi-file");
