@@ -464,11 +464,10 @@ fn run_task<M: Model>(
     }
     // The stopping rule's metric must be there; others may be missing (a null in the model's metrics).
     if let Replications::Until { metric, .. } = &spec.replications {
-        if let Some(missing) = Some(metric).filter(|n| !m.contains_key(*n)) {
-            return Err(format!(
-                "the model reports no numeric metric \"{missing}\" (it has {:?})",
-                m.keys().collect::<Vec<_>>()
-            ));
+        if !m.contains_key(metric) {
+            let all: Vec<&String> =
+                out.metrics_map().iter().filter(|(k, v)| v.is_number() && !is_timing(k)).map(|(k, _)| k).collect();
+            return Err(format!("the model reports no numeric metric \"{metric}\" (it has {all:?})"));
         }
     }
     Ok(m)
@@ -709,6 +708,26 @@ pub(crate) fn run<M: Model>(exp: &Experiment<M>, a: &SweepArgs) -> Result<Option
     }
     crate::files::check_output_dir(&out, "output directory (--out)")?;
     crate::files::sweep_stale_temps(&out);
+    // The stopping rule's metric must be one the model reports: known only
+    // from a run, so the first task is run once here (in this process) and
+    // a metric the model lacks is bad input, before any task is scheduled.
+    if let Replications::Until { metric, .. } = &spec.replications {
+        let task = Task { point: 0, replication: 0, attempt: 0 };
+        if !spec.kill_due(&task) && !spec.fault_due(&task) {
+            let probe = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                on_worker_pool(|| run_task(exp, &sc, &spec, None, &task, spec.task_seed(&task), &scratch))
+            }));
+            if let Ok(Err(e)) = probe {
+                if e.contains("reports no numeric metric") {
+                    return Err(InputError {
+                        place: sc.path().display().to_string(),
+                        msg: format!("[sweep] until.metric = \"{metric}\": {e}"),
+                    }
+                    .into());
+                }
+            }
+        }
+    }
     let log = out.join("tasks.jsonl");
     let workers =
         a.workers.or(workers_key).unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
