@@ -52,6 +52,9 @@ pub enum Init {
     Random,
     /// One sine period along the fastest axis.
     Mode,
+    /// The lowest Dirichlet eigenmode, Π sin(π (i + 1) / (n + 1)) over the
+    /// axes: with zero boundaries every step multiplies it by one factor.
+    Eigenmode,
     /// Life: a glider near the origin.
     Glider,
     /// Life: Gosper's glider gun near the origin.
@@ -116,7 +119,16 @@ impl GridConfig {
             StencilKind::Heat5 | StencilKind::Heat9 => 0.25,
             _ => 1.0 / 6.0,
         };
-        let alpha = t.float("alpha", 0.1f64.min(stable), 0.0..=stable)?;
+        // Life has no alpha: one given is accepted and said to be ignored,
+        // not checked against a heat stencil's stability limit.
+        let alpha = if stencil == StencilKind::Life {
+            if t.float("alpha", 0.0, 0.0..=f64::MAX)? != 0.0 {
+                tracing::warn!("[grid] alpha is ignored by the Game of Life");
+            }
+            0.0
+        } else {
+            t.float("alpha", 0.1f64.min(stable), 0.0..=stable)?
+        };
         // Residuals square the change of a cell and sum it over every cell:
         // beyond ±1e100 those sums overflow f64 on any grid that fits in memory.
         let value = t.float("boundary_value", 0.0, -1e100..=1e100)?;
@@ -165,12 +177,16 @@ impl GridConfig {
         let output_every = t.int("output_every", Some(0), 0..=1 << 40)?;
         let png = t.boolean("png", false)?;
         let threads_per_rank = t.int("threads_per_rank", Some(threads as u64), 1..=1024)? as usize;
-        let inits: &[&str] =
-            if stencil == StencilKind::Life { &["random", "glider", "gun"] } else { &["hotspot", "random", "mode"] };
+        let inits: &[&str] = if stencil == StencilKind::Life {
+            &["random", "glider", "gun"]
+        } else {
+            &["hotspot", "random", "mode", "eigenmode"]
+        };
         let init = match t.choice("init", Some(inits[0]), inits)?.as_str() {
             "hotspot" => Init::Hotspot,
             "random" => Init::Random,
             "mode" => Init::Mode,
+            "eigenmode" => Init::Eigenmode,
             "glider" => Init::Glider,
             _ => Init::Gun,
         };
@@ -276,6 +292,10 @@ fn heat_init<T: Cell>(init: Init, seed: u64, shape: [usize; 3]) -> impl Fn([usiz
                 .stream()
                 .uniform(),
             Init::Mode => (2.0 * std::f64::consts::PI * g[2] as f64 / shape[2] as f64).sin(),
+            Init::Eigenmode => (0..3)
+                .filter(|&a| shape[a] > 1)
+                .map(|a| (std::f64::consts::PI * (g[a] + 1) as f64 / (shape[a] + 1) as f64).sin())
+                .product(),
             _ => {
                 let inside = (0..3).all(|a| {
                     let (n, w) = (shape[a], (shape[a] / 8).max(1));

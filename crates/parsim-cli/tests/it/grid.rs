@@ -131,3 +131,60 @@ fn grid_digests_under_mpirun_equal_threads() {
         }
     }
 }
+
+/// The Dirichlet eigenmode decays by one factor per step: with zero
+/// boundaries, heat5 multiplies sin(π(i+1)/(n+1))·sin(π(j+1)/(m+1)) by
+/// 1 − 4α[sin²(π/2(n+1)) + sin²(π/2(m+1))] every step, at any rank count.
+#[test]
+fn the_dirichlet_eigenmode_decays_at_the_discrete_rate() {
+    let dir = tmp("grid-eigen");
+    let (n, m, alpha, steps) = (48.0f64, 40.0f64, 0.2f64, 60u32);
+    let rate = 1.0
+        - 4.0
+            * alpha
+            * ((std::f64::consts::PI / (2.0 * (n + 1.0))).sin().powi(2)
+                + (std::f64::consts::PI / (2.0 * (m + 1.0))).sin().powi(2));
+    for ranks in ["1", "3"] {
+        let s = run_summary(
+            &[
+                "scenarios/heat2d.toml",
+                "--ranks",
+                ranks,
+                "--set",
+                "grid.size=[40, 48]",
+                "--set",
+                &format!("grid.steps={steps}"),
+                "--set",
+                &format!("grid.alpha={alpha}"),
+                "--set",
+                "grid.boundary=\"dirichlet\"",
+                "--set",
+                "grid.init=\"eigenmode\"",
+                "--set",
+                "grid.reduce_every=20",
+                "--set",
+                "grid.output_every=0",
+            ],
+            &dir.join(format!("o{ranks}")),
+        );
+        let r = s["metrics"]["reductions"].as_array().unwrap();
+        let (t20, t60) = (r[0]["total_heat"].as_f64().unwrap(), r[2]["total_heat"].as_f64().unwrap());
+        let got = (t60 / t20).powf(1.0 / 40.0);
+        assert!((got - rate).abs() < 1e-12, "ranks {ranks}: {got} per step, want {rate}");
+    }
+    // Life has no alpha: a value the heat limit would refuse is accepted and said to be ignored.
+    let o = parsim(&[
+        "run",
+        "scenarios/life.toml",
+        "--set",
+        "grid.size=[32, 32]",
+        "--set",
+        "grid.steps=2",
+        "--set",
+        "grid.alpha=0.2",
+        "--out",
+        dir.join("life").to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success() && err.contains("alpha is ignored"), "{err}");
+}
