@@ -18,7 +18,7 @@ pub enum AbmError {
         msg: String,
     },
     /// A file could not be read.
-    #[error("{path}: {}", brief(cause))]
+    #[error("{path}: {}", parsim_core::io::brief(cause))]
     Io {
         /// The file.
         path: String,
@@ -42,21 +42,6 @@ pub enum AbmError {
     /// The state broke an invariant (a silent error).
     #[error("invariant violated: {0}")]
     Invariant(String),
-}
-
-/// An I/O error in a few words: "no such file", "is a directory, not a file".
-fn brief(e: &std::io::Error) -> String {
-    use std::io::ErrorKind::*;
-    match e.kind() {
-        NotFound => "no such file".into(),
-        PermissionDenied => "permission denied".into(),
-        IsADirectory => "is a directory, not a file".into(),
-        InvalidData => "not a text file (not UTF-8)".into(),
-        _ => {
-            let s = e.to_string();
-            s.split(" (os error").next().unwrap_or(&s).to_string()
-        }
-    }
 }
 
 impl AbmError {

@@ -134,6 +134,28 @@ pub fn sweep_stale_temps(dir: &Path, min_age: std::time::Duration) -> Vec<PathBu
     gone
 }
 
+/// An I/O error in a few words, for one-line messages: "no such file",
+/// "permission denied", "is a directory, not a file", "not a text file (not
+/// UTF-8)", else the system's words without "(os error N)".
+///
+/// ```
+/// let e = std::fs::read("/nonexistent/parsim").unwrap_err();
+/// assert_eq!(parsim_core::io::brief(&e), "no such file");
+/// ```
+pub fn brief(e: &std::io::Error) -> String {
+    use std::io::ErrorKind::*;
+    match e.kind() {
+        NotFound => "no such file".into(),
+        PermissionDenied => "permission denied".into(),
+        IsADirectory => "is a directory, not a file".into(),
+        InvalidData => "not a text file (not UTF-8)".into(),
+        _ => {
+            let s = e.to_string();
+            s.split(" (os error").next().unwrap_or(&s).to_string()
+        }
+    }
+}
+
 /// A token of an input file as an error message shows it: a number as it
 /// is (quoted), anything else only by its length, so that a file given by
 /// mistake (a key file, say) never leaks into logs.

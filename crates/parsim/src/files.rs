@@ -10,19 +10,7 @@ use crate::InputError;
 /// The one-line reason `e` gives for not reading `path` (no OS message
 /// repeated, no file content quoted).
 pub fn unreadable(path: &Path, e: &std::io::Error) -> String {
-    use std::io::ErrorKind::*;
-    let why = match e.kind() {
-        NotFound => "no such file".to_string(),
-        PermissionDenied => "permission denied".to_string(),
-        IsADirectory => "is a directory, not a file".to_string(),
-        InvalidData => "not a text file (not UTF-8)".to_string(),
-        _ if path.is_dir() => "is a directory, not a file".to_string(),
-        _ => {
-            // The OS's words without the "(os error N)" suffix.
-            let s = e.to_string();
-            s.split(" (os error").next().unwrap_or(&s).to_lowercase()
-        }
-    };
+    let why = if path.is_dir() { "is a directory, not a file".to_string() } else { parsim_core::io::brief(e) };
     format!("{}: {why}", path.display())
 }
 
@@ -57,7 +45,8 @@ pub fn check_output_dir(dir: &Path, flag: &str) -> Result<(), InputError> {
     if dir.exists() && !dir.is_dir() {
         return Err(bad("not a directory".into()));
     }
-    std::fs::create_dir_all(dir).map_err(|e| bad(format!("cannot create the directory: {}", short(&e))))?;
+    std::fs::create_dir_all(dir)
+        .map_err(|e| bad(format!("cannot create the directory: {}", parsim_core::io::brief(&e).to_lowercase())))?;
     let probe = dir.join(format!(".parsim-probe-{}", std::process::id()));
     match std::fs::OpenOptions::new().write(true).create_new(true).open(&probe) {
         Ok(_) => {
@@ -65,7 +54,7 @@ pub fn check_output_dir(dir: &Path, flag: &str) -> Result<(), InputError> {
             Ok(())
         }
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(bad(format!("cannot write here: {}", short(&e)))),
+        Err(e) => Err(bad(format!("cannot write here: {}", parsim_core::io::brief(&e).to_lowercase()))),
     }
 }
 
@@ -88,9 +77,4 @@ pub fn sweep_stale_temps(dir: &Path) {
             names.join(", ")
         );
     }
-}
-
-fn short(e: &std::io::Error) -> String {
-    let s = e.to_string();
-    s.split(" (os error").next().unwrap_or(&s).to_lowercase()
 }

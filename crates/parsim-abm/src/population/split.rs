@@ -50,18 +50,7 @@ fn agree<C: Comm>(comm: &C, file: &str, mine: Found) -> Result<()> {
 }
 
 fn io<T>(r: std::io::Result<T>) -> std::result::Result<T, (u64, String, bool)> {
-    r.map_err(|e| {
-        let msg = match e.kind() {
-            std::io::ErrorKind::NotFound => "no such file".to_string(),
-            std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
-            std::io::ErrorKind::IsADirectory => "is a directory, not a file".to_string(),
-            _ => {
-                let s = e.to_string();
-                s.split(" (os error").next().unwrap_or(&s).to_string()
-            }
-        };
-        (0, msg, true)
-    })
+    r.map_err(|e| (0, parsim_core::io::brief(&e), true))
 }
 
 /// Refuses what cannot be read by byte ranges: directories, devices, pipes

@@ -284,12 +284,12 @@ pub fn run(mut a: PartitionArgs) -> Result<()> {
     cfg.seed = a.seed;
     cfg.preset = preset;
     cfg.contiguous = a.contig;
-    if a.contig && g.components() > 1 {
+    let pieces = if a.contig { g.components() } else { 1 };
+    if pieces > 1 {
         // gpmetis: "if the input graph is not connected this option is ignored".
         eprintln!(
-            "parsim: warning: -contig ignored: {} has {} connected components, so no part can be one piece of it",
-            a.graph.display(),
-            g.components()
+            "parsim: warning: -contig ignored: {} has {pieces} connected components, so no part can be one piece of it",
+            a.graph.display()
         );
         cfg.contiguous = false;
     }
