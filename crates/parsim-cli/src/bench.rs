@@ -8,6 +8,7 @@ pub mod lb;
 pub mod partition;
 pub mod phold;
 pub mod stencil;
+mod stencil_ref;
 pub mod sweep;
 
 /// The median of `v` (the upper one of an even count); `v` is not empty.

@@ -32,11 +32,14 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 pub fn write_atomic_parts(path: &Path, parts: &[&[u8]]) -> std::io::Result<()> {
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
-    let (tmp, mut f) = create_temp(dir, path)?;
+    let (tmp, f) = create_temp(dir, path)?;
     let written = (|| {
+        // Many small parts (the rows of a field) go out in 1 MiB writes.
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
         for p in parts {
-            f.write_all(p)?;
+            w.write_all(p)?;
         }
+        let f = w.into_inner().map_err(|e| e.into_error())?;
         f.sync_all()?;
         drop(f);
         std::fs::rename(&tmp, path)

@@ -43,7 +43,7 @@ pub mod trace;
 pub mod wire;
 
 pub use digest::{Digest, Digester, SetDigest};
-pub use exact_sum::ExactSum;
+pub use exact_sum::{BlockSum, ExactSum};
 pub use phase::{PeerTraffic, Phase, PhaseClock, PhaseGuard, PhaseReport, PhaseTimes};
 pub use rng::{Stream, StreamKey};
 

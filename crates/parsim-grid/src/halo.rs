@@ -170,10 +170,8 @@ impl HaloPlan {
     /// the halo parts that need no other rank (periodic self-neighbours,
     /// physical edges) at once, so that only cells next to remote faces wait.
     pub fn start<C: Comm, T: Cell>(&self, comm: &C, field: &mut Field<T>) -> Result<Pending<C, T>, GridError> {
-        let mut buf = Vec::new();
         for (from, to) in &self.local {
-            field.pack(from, &mut buf);
-            field.unpack(to, &buf);
+            field.copy_region(from, to);
         }
         // Provisional: cells that also depend on halos still in flight are
         // filled again by the caller's `apply_boundary` after `finish`.
@@ -252,23 +250,33 @@ fn fill_edge<T: Cell>(field: &mut Field<T>, a: usize, high: bool, b: Boundary) {
         Boundary::Dirichlet(v) => Some(T::from_f64(v)),
         _ => None,
     };
-    let others: Vec<usize> = (0..3).filter(|&x| x != a).collect();
+    let data = &mut field.data;
     for i in 0..h {
-        for u in 0..ext[others[0]] {
-            for v in 0..ext[others[1]] {
-                let mut g = [0; 3];
-                g[a] = ghost(i);
-                g[others[0]] = u;
-                g[others[1]] = v;
-                let gi = field.index(g);
-                field.data[gi] = match value {
-                    Some(x) => x,
-                    None => {
-                        let mut m = g;
-                        m[a] = mirror(i);
-                        field.data[field.index(m)]
+        let (g, m) = (ghost(i), mirror(i));
+        match a {
+            // One cell per row.
+            2 => {
+                for row in data.chunks_exact_mut(ext[2]) {
+                    row[g] = value.unwrap_or(row[m]);
+                }
+            }
+            // One row per plane.
+            1 => {
+                for plane in data.chunks_exact_mut(ext[1] * ext[2]) {
+                    let (gi, mi) = (g * ext[2], m * ext[2]);
+                    match value {
+                        Some(x) => plane[gi..gi + ext[2]].fill(x),
+                        None => plane.copy_within(mi..mi + ext[2], gi),
                     }
-                };
+                }
+            }
+            // A whole plane.
+            _ => {
+                let p = ext[1] * ext[2];
+                match value {
+                    Some(x) => data[g * p..(g + 1) * p].fill(x),
+                    None => data.copy_within(m * p..(m + 1) * p, g * p),
+                }
             }
         }
     }

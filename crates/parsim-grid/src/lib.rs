@@ -32,8 +32,9 @@
 //! `overlap = false` the exchange completes before any computation. With a
 //! deep halo of `k`, a halo `k` radii wide is exchanged every `k` steps and
 //! the cells in it are recomputed redundantly in between.
-// Unsafe code is confined to `stream_store.rs` (SSE2 streaming stores), each
-// block with a SAFETY comment.
+// Unsafe code is confined to `stream_store.rs` (SSE2/AVX2 streaming stores),
+// the AVX2 builds of the row kernels in `stencil/builtin.rs` and the huge-page
+// advice in `field.rs`, each block with a SAFETY comment.
 #![deny(unsafe_code)]
 
 mod decomp;

@@ -34,22 +34,28 @@ pub fn write_vtk<C: Comm, T: Cell>(
     let rank = comm.rank();
     let piece = format!("field_{step:06}_r{rank}.vti");
     let ext = extent(f.block.start, f.block.len);
-    let mut raw: Vec<u8> = Vec::with_capacity(f.owned().cells() * std::mem::size_of::<T>() + 8);
-    let mut cells = Vec::new();
-    f.pack(&f.owned(), &mut cells);
-    let bytes: &[u8] = bytemuck::cast_slice(&cells);
+    // Every piece states the whole grid's extent, and its own as the piece's.
+    let whole = extent([0; 3], d.shape());
     let mut head = String::new();
     let _ = write!(
         head,
-        "<?xml version=\"1.0\"?>\n<VTKFile type=\"ImageData\" version=\"1.0\" byte_order=\"LittleEndian\" header_type=\"UInt64\">\n  <ImageData WholeExtent=\"{ext}\" Origin=\"0 0 0\" Spacing=\"1 1 1\">\n    <Piece Extent=\"{ext}\">\n      <CellData Scalars=\"u\">\n        <DataArray type=\"{}\" Name=\"u\" format=\"appended\" offset=\"0\"/>\n      </CellData>\n    </Piece>\n  </ImageData>\n  <AppendedData encoding=\"raw\">\n   _",
+        "<?xml version=\"1.0\"?>\n<VTKFile type=\"ImageData\" version=\"1.0\" byte_order=\"LittleEndian\" header_type=\"UInt64\">\n  <ImageData WholeExtent=\"{whole}\" Origin=\"0 0 0\" Spacing=\"1 1 1\">\n    <Piece Extent=\"{ext}\">\n      <CellData Scalars=\"u\">\n        <DataArray type=\"{}\" Name=\"u\" format=\"appended\" offset=\"0\"/>\n      </CellData>\n    </Piece>\n  </ImageData>\n  <AppendedData encoding=\"raw\">\n   _",
         T::VTK
     );
-    raw.extend_from_slice(head.as_bytes());
-    raw.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
-    raw.extend_from_slice(bytes);
-    raw.extend_from_slice(b"\n  </AppendedData>\n</VTKFile>\n");
+    // Written from the field row by row (no copy of it), through the writer's buffer.
+    let o = f.owned();
+    let len = (o.cells() * std::mem::size_of::<T>()) as u64;
+    let len = len.to_le_bytes();
+    let mut parts: Vec<&[u8]> = vec![head.as_bytes(), &len];
+    for z in o.lo[0]..o.hi[0] {
+        for y in o.lo[1]..o.hi[1] {
+            let i = f.index([z, y, o.lo[2]]);
+            parts.push(bytemuck::cast_slice(&f.data[i..i + (o.hi[2] - o.lo[2])]));
+        }
+    }
+    parts.push(b"\n  </AppendedData>\n</VTKFile>\n");
     let path = dir.join(&piece);
-    write_atomic(&path, &raw).map_err(|e| io_err(&path, e))?;
+    parsim_core::io::write_atomic_parts(&path, &parts).map_err(|e| io_err(&path, e))?;
     let mut files = vec![path];
     // Rank 0 indexes every piece; the barrier-free gather also tells it when all are written.
     let written = comm.gather(0, vec![u8::from(true)])?;

@@ -6,6 +6,8 @@
 //! into vector instructions; [`CellFn`] wraps a per-cell closure over a
 //! [`Neighbourhood`] for a user's own update rule.
 
+// The AVX2 builds of the row kernels are `unsafe fn`s (target features).
+#[allow(unsafe_code)]
 mod builtin;
 
 use std::ops::{Add, Mul, Sub};

@@ -1,12 +1,15 @@
-//! `parsim bench stencil`: cell updates per second of the built-in heat
-//! stencils, next to STREAM copy and triad bandwidth measured in the same run.
+//! `parsim bench stencil`: steady-state cell updates per second of the
+//! built-in heat stencils, against a plain reference kernel ([`Reference`])
+//! and next to STREAM copy and triad bandwidth, all measured in the same run.
 
 use super::median;
 use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::Result;
-use parsim_grid::{GridSpec, Heat5, Heat7, Stencil};
+use parsim_grid::{Boundary, GridSpec, Heat5, Heat7, Stencil};
+
+use super::stencil_ref::Reference;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -40,10 +43,29 @@ pub struct Row {
     pub steps: u64,
     /// Cell updates per second (median of the repetitions), in G/s.
     pub gups: f64,
+    /// `gups` over the best reference variant on as many cores.
+    pub vs_reference: f64,
     /// `gups × 16 B` over the copy bandwidth at the same total thread count.
     pub frac_16b: f64,
     /// `gups × 24 B` (with write-allocate) over the copy bandwidth.
     pub frac_24b: f64,
+}
+
+/// One measurement of the plain reference kernel.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RefRow {
+    /// `heat5` or `heat7`.
+    pub stencil: String,
+    /// Grid size.
+    pub size: Vec<usize>,
+    /// Threads.
+    pub threads: usize,
+    /// Non-temporal stores.
+    pub streaming: bool,
+    /// Steps timed.
+    pub steps: u64,
+    /// Cell updates per second (median), G/s.
+    pub gups: f64,
 }
 
 /// The whole report.
@@ -51,6 +73,8 @@ pub struct Row {
 pub struct StencilBench {
     /// Bandwidth at 1 and 2 threads.
     pub stream: Vec<Stream>,
+    /// The reference kernel.
+    pub reference: Vec<RefRow>,
     /// The stencil table.
     pub rows: Vec<Row>,
 }
@@ -80,7 +104,17 @@ fn stream(threads: usize, n: usize) -> Result<Stream> {
     Ok(Stream { threads, copy_gb_s: copy, triad_gb_s: triad })
 }
 
-/// Times `steps` steps (after the first, which warms up) of `stencil` on `size`.
+/// Warm-up steps before the timed ones (first touch, caches, huge pages).
+const WARM: u64 = 2;
+
+/// The problem every row solves: Dirichlet zero walls, this initial field.
+fn init(g: [usize; 3]) -> f64 {
+    ((g[2] * 7 + g[1] * 3 + g[0]) % 11) as f64 * 0.1
+}
+
+/// Steady-state cell updates per second (G/s) of parsim on `size`: the
+/// steps after [`WARM`] up to the last, which is not timed (it also takes
+/// the final reduction); and the final exact total, to check the problem.
 fn time<S: Stencil<f64>>(
     stencil: &S,
     size: &[usize],
@@ -88,29 +122,50 @@ fn time<S: Stencil<f64>>(
     threads: usize,
     overlap: bool,
     steps: u64,
-) -> Result<f64> {
-    let mut spec = GridSpec::new(size.to_vec(), steps + 1);
+) -> Result<(f64, f64)> {
+    let mut spec = GridSpec::new(size.to_vec(), WARM + steps + 1);
     spec.threads_per_rank = threads;
     spec.overlap = overlap;
-    spec.reduce_every = 0;
-    let spans = parsim_comm::launch(ranks, |comm| {
+    spec.boundary = vec![Boundary::Dirichlet(0.0)];
+    let got = parsim_comm::launch(ranks, |comm| {
         let (mut first, mut last) = (None, None);
-        parsim_grid::run(&comm, &spec, stencil, &|g| (g[2] % 7) as f64, &mut |s| {
-            if s == 1 {
+        let r = parsim_grid::run(&comm, &spec, stencil, &init, &mut |s| {
+            if s == WARM {
                 first = Some(Instant::now());
             }
-            last = Some(Instant::now());
+            if s == WARM + steps {
+                last = Some(Instant::now());
+            }
         })?;
         let secs = match (first, last) {
             (Some(a), Some(b)) => (b - a).as_secs_f64(),
             _ => 0.0,
         };
-        Ok::<_, parsim_grid::GridError>(secs)
+        Ok::<_, parsim_grid::GridError>((secs, r.reductions.last().map_or(f64::NAN, |r| r.total)))
     })
     .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let secs = spans.into_iter().fold(0.0, f64::max);
+    let secs = got.iter().map(|g| g.0).fold(0.0, f64::max);
     let cells: usize = size.iter().product();
-    Ok(cells as f64 * steps as f64 / secs / 1e9)
+    Ok((cells as f64 * steps as f64 / secs / 1e9, got[0].1))
+}
+
+/// The same for the plain reference kernel ([`Reference`]).
+fn time_reference(size: &[usize], alpha: f64, threads: usize, nt: bool, steps: u64) -> Result<(f64, f64)> {
+    let mut r = Reference::new(size, alpha, threads, init)?;
+    r.nt = nt;
+    for _ in 0..WARM {
+        r.step();
+    }
+    let t = Instant::now();
+    for _ in 0..steps {
+        r.step();
+    }
+    let secs = t.elapsed().as_secs_f64();
+    r.step();
+    let mut total = parsim_core::BlockSum::new();
+    r.interior().for_each(|v| total.add(v));
+    let cells: usize = size.iter().product();
+    Ok((cells as f64 * steps as f64 / secs / 1e9, total.to_exact().value()))
 }
 
 /// Runs the benchmark, prints the table and writes the JSON.
@@ -123,26 +178,62 @@ pub fn run(out: PathBuf, quick: bool) -> Result<()> {
     let (s2, s3) = if quick { (vec![512, 512], vec![64, 64, 64]) } else { (vec![4096, 4096], vec![256, 256, 256]) };
     let (b2, b3) = if quick { (vec![1024, 1024], vec![96, 96, 96]) } else { (vec![8192, 8192], vec![512, 512, 512]) };
     let cells = |s: &[usize]| s.iter().product::<usize>() as f64;
-    let steps_for = |s: &[usize]| ((if quick { 2e7 } else { 1.2e9 }) / cells(s)).clamp(3.0, 200.0) as u64;
+    let steps_for = |s: &[usize]| ((if quick { 2e7 } else { 1.5e9 }) / cells(s)).clamp(30.0, 600.0) as u64;
     let configs: Vec<(usize, usize, bool)> = vec![(1, 1, true), (1, 2, true), (2, 1, true), (2, 1, false)];
     let reps = if quick { 1 } else { 3 };
     let mut rows = Vec::new();
+    let mut refs = Vec::new();
     println!(
-        "{:>7} {:>16} {:>5} {:>7} {:>7} {:>6} {:>8} {:>9} {:>9}",
-        "stencil", "size", "ranks", "threads", "overlap", "steps", "G upd/s", "of 16B", "of 24B"
+        "{:>7} {:>16} {:>5} {:>7} {:>7} {:>6} {:>8} {:>8} {:>9} {:>9}",
+        "stencil", "size", "ranks", "threads", "overlap", "steps", "G upd/s", "vs ref", "of 16B", "of 24B"
     );
     for (name, size) in [("heat5", &s2), ("heat5", &b2), ("heat7", &s3), ("heat7", &b3)] {
+        let steps = steps_for(size);
+        let alpha = if name == "heat5" { 0.2 } else { 0.1 };
+        // The reference first: 1 and 2 threads, ordinary and streaming stores.
+        let mut best = [0.0f64; 2];
+        let mut want = None;
+        for threads in [1, 2] {
+            for nt in [false, true] {
+                let mut v = Vec::new();
+                for _ in 0..reps {
+                    let (g, total) = time_reference(size, alpha, threads, nt, steps)?;
+                    want = Some(total);
+                    v.push(g);
+                }
+                let gups = median(v);
+                best[threads - 1] = best[threads - 1].max(gups);
+                let store = if nt { "streaming" } else { "ordinary" };
+                println!(
+                    "{:>7} {:>16} {:>13} {:>7} {:>6} {:>8.3}   reference, {store} stores",
+                    name,
+                    format!("{size:?}"),
+                    threads,
+                    "",
+                    steps,
+                    gups
+                );
+                refs.push(RefRow { stencil: name.into(), size: size.clone(), threads, streaming: nt, steps, gups });
+            }
+        }
         for &(ranks, threads, overlap) in &configs {
-            let steps = steps_for(size);
             let mut v = Vec::new();
             for _ in 0..reps {
-                v.push(match name {
-                    "heat5" => time(&Heat5 { alpha: 0.2 }, size, ranks, threads, overlap, steps)?,
-                    _ => time(&Heat7 { alpha: 0.1 }, size, ranks, threads, overlap, steps)?,
-                });
+                let (g, total) = match name {
+                    "heat5" => time(&Heat5 { alpha }, size, ranks, threads, overlap, steps)?,
+                    _ => time(&Heat7 { alpha }, size, ranks, threads, overlap, steps)?,
+                };
+                if want.is_some_and(|w: f64| w.to_bits() != total.to_bits()) {
+                    anyhow::bail!(
+                        "{name} {size:?}: parsim's final total {total} differs from the reference's {want:?}: \
+                         not the same problem"
+                    );
+                }
+                v.push(g);
             }
             let gups = median(v);
-            let bw = streams[(ranks * threads).min(2) - 1].copy_gb_s;
+            let cores = (ranks * threads).min(2);
+            let bw = streams[cores - 1].copy_gb_s;
             let row = Row {
                 stencil: name.into(),
                 size: size.clone(),
@@ -151,11 +242,12 @@ pub fn run(out: PathBuf, quick: bool) -> Result<()> {
                 overlap,
                 steps,
                 gups,
+                vs_reference: gups / best[cores - 1],
                 frac_16b: gups * 16.0 / bw,
                 frac_24b: gups * 24.0 / bw,
             };
             println!(
-                "{:>7} {:>16} {:>5} {:>7} {:>7} {:>6} {:>8.3} {:>8.1}% {:>8.1}%",
+                "{:>7} {:>16} {:>5} {:>7} {:>7} {:>6} {:>8.3} {:>7.2}× {:>8.1}% {:>8.1}%",
                 row.stencil,
                 format!("{:?}", row.size),
                 ranks,
@@ -163,13 +255,15 @@ pub fn run(out: PathBuf, quick: bool) -> Result<()> {
                 overlap,
                 steps,
                 gups,
+                row.vs_reference,
                 100.0 * row.frac_16b,
                 100.0 * row.frac_24b
             );
             rows.push(row);
         }
     }
-    let b = StencilBench { stream: streams, rows };
+    println!("vs ref: parsim's steady-state rate over the best reference variant on as many cores, same run, same final bits");
+    let b = StencilBench { stream: streams, reference: refs, rows };
     write_atomic(&out, serde_json::to_string_pretty(&b)?.as_bytes())?;
     println!("wrote {}", out.display());
     Ok(())

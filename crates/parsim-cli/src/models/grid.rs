@@ -173,9 +173,10 @@ impl GridConfig {
         };
         let overlap = t.boolean("overlap", true)?;
         let deep_halo = t.int("deep_halo", Some(1), 1..=16)? as usize;
-        let reduce_every = t.int("reduce_every", Some(10), 0..=1 << 40)?;
+        let reduce_every = t.int("reduce_every", Some(0), 0..=1 << 40)?;
         let output_every = t.int("output_every", Some(0), 0..=1 << 40)?;
         let png = t.boolean("png", false)?;
+        let huge_pages = t.boolean("huge_pages", true)?;
         let threads_per_rank = t.int("threads_per_rank", Some(threads as u64), 1..=1024)? as usize;
         let inits: &[&str] = if stencil == StencilKind::Life {
             &["random", "glider", "gun"]
@@ -200,6 +201,7 @@ impl GridConfig {
         spec.output_every = output_every;
         spec.png = png;
         spec.threads_per_rank = threads_per_rank;
+        spec.huge_pages = huge_pages;
         Ok(GridConfig { spec, stencil, single, alpha, init })
     }
 
@@ -358,6 +360,10 @@ fn go<C: Comm, T: Cell, S: Stencil<T>>(
         }
     }
     let cells: usize = spec.size.iter().product();
+    // The step rate counts the steps only: not the setup, the final digest or the picture.
+    let steps_s = comm.all_reduce(&[report.steps_s], ReduceOp::Max)?[0];
+    let setup_s = comm.all_reduce(&[report.setup_s], ReduceOp::Max)?[0];
+    let reduce_s = comm.all_reduce(&[report.reduce_s], ReduceOp::Max)?[0];
     // The state a rank holds: the current and the next array, owned cells plus halo.
     let held = (2 * field.data.len() * std::mem::size_of::<T>()) as u64;
     let (all_held, max_held) =
@@ -379,7 +385,12 @@ fn go<C: Comm, T: Cell, S: Stencil<T>>(
             "steps": spec.steps,
             "stencil": format!("{:?}", cfg.stencil).to_lowercase(),
             "process_grid": report.decomposition.process_grid(),
-            "cell_updates_per_s": cells as f64 * spec.steps as f64 / secs.max(1e-9),
+            "cell_updates_per_s": cells as f64 * spec.steps as f64 / steps_s.max(1e-9),
+            "steps_s": steps_s,
+            "setup_s": setup_s,
+            "reduce_s": reduce_s,
+            "stream_stores": report.stream_stores,
+            "run_s": secs,
             "total": last.map(|r| r.total),
             "residual": last.map(|r| r.residual),
             "reductions": reductions,

@@ -18,6 +18,31 @@ fn heat2d_writes_summary_vtk_and_png_and_prints_the_decomposition() {
     }
     let pvti = std::fs::read_to_string(dir.join("field_000012.pvti")).expect("pvti");
     assert_eq!(pvti.matches("<Piece ").count(), 3);
+    // Each piece: the whole grid's extent, its own piece extent, and its
+    // cells written straight from the field (8 bytes each after the header).
+    let whole = "WholeExtent=\"0 80 0 96 0 1\"";
+    assert!(pvti.contains(whole), "{pvti}");
+    let mut cells = 0u64;
+    for r in 0..3 {
+        let vti = std::fs::read(dir.join(format!("field_000012_r{r}.vti"))).expect("vti");
+        let text = String::from_utf8_lossy(&vti);
+        assert!(text.contains(whole), "piece {r}: {}", &text[..400.min(text.len())]);
+        assert!(!text.contains("Piece Extent=\"0 80 0 96 0 1\""), "piece {r} is not the whole grid");
+        let at = vti.windows(2).position(|w| w == b" _").expect("appended data") + 2;
+        let len = u64::from_le_bytes(vti[at..at + 8].try_into().unwrap());
+        assert_eq!(vti.len() as u64, at as u64 + 8 + len + b"\n  </AppendedData>\n</VTKFile>\n".len() as u64);
+        cells += len / 8;
+    }
+    assert_eq!(cells, 96 * 80);
+    // The step rate counts the steps only; the setup is reported beside it.
+    let m = &s["metrics"];
+    let (steps_s, setup_s) = (m["steps_s"].as_f64().unwrap(), m["setup_s"].as_f64().unwrap());
+    // (Each is the largest over the ranks, so they are not summed.)
+    let run_s = m["run_s"].as_f64().unwrap() + 0.05;
+    let reduce_s = m["reduce_s"].as_f64().unwrap();
+    assert!(steps_s > 0.0 && setup_s > 0.0 && steps_s < run_s && setup_s < run_s && reduce_s < run_s, "{m}");
+    let rate = m["cell_updates_per_s"].as_f64().unwrap();
+    assert!((rate * steps_s / (96.0 * 80.0 * 12.0) - 1.0).abs() < 1e-9, "{rate} {steps_s}");
     let png = std::fs::read(dir.join("field.png")).expect("png");
     assert_eq!(&png[1..4], b"PNG");
     assert!(s["phases_s"]["io"][0].as_f64().unwrap_or(0.0) > 0.0, "output time is charged to io");
