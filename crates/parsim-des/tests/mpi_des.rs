@@ -44,7 +44,7 @@ fn main() {
         }
         let ties = Phold { lps: 64, start_events: 4, mean: 0.1, lookahead: 0.1, remote: 0.25, end: 3.0 };
         ran += check(&comm, "phold ties", &ties)?;
-        let q = Queues { width: 6, height: 4, jobs_per_server: 2, service: 1.0, transit: 0.25, end: 60.0 };
+        let q = Queues { width: 6, height: 4, jobs_per_server: 2, service: 1.0, transit: 0.25, end: 60.0, warmup: 0.0 };
         ran += check(&comm, "queues", &q)?;
         if comm.rank() == 0 {
             println!("ok: {ran} DES runs under MPI on {} ranks equal the sequential digests", comm.size());

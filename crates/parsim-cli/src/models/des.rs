@@ -173,9 +173,14 @@ fn queues(sc: &mut Scenario) -> Result<Queues, InputError> {
         service: t.float("service", 1.0, f64::MIN_POSITIVE..=f64::MAX)?,
         transit: t.float("transit", 0.5, f64::MIN_POSITIVE..=f64::MAX)?,
         end: t.float("end", 1000.0, 0.0..=f64::MAX)?,
+        warmup: 0.0,
     };
+    // Jobs all start queued: by default the first tenth of the run is left
+    // out of the statistics.
+    let q = Queues { warmup: t.float("warmup", q.end / 10.0, 0.0..=f64::MAX)?, ..q };
     if let Err(msg) = q.validate() {
-        return Err(t.error("width", msg));
+        let key = if msg.starts_with("warmup") { "warmup" } else { "width" };
+        return Err(t.error(key, msg));
     }
     t.finish()?;
     Ok(q)
@@ -204,7 +209,7 @@ pub fn run<C: Comm>(
                 .iter()
                 .map(|(id, s)| {
                     let mut one = QueueStats::default();
-                    one.add(s, q.end);
+                    one.add(s, q);
                     (*id, one)
                 })
                 .collect();
@@ -223,13 +228,18 @@ pub fn run<C: Comm>(
                 "littles_law_l_over_lambda_w": all.mean_queue() / (all.throughput() * all.mean_sojourn()),
                 "exact_mean_queue": l_exact,
                 "exact_throughput": x_exact,
+                "warmup": q.warmup,
+                "observed": q.end - q.warmup,
             });
             if comm.rank() == 0 {
                 tracing::info!(
-                    "queues: L = {:.4} (exact {l_exact:.4}), throughput {:.4} (exact {x_exact:.4}), λW = {:.4}",
+                    "queues: L = {:.4} (exact {l_exact:.4}), throughput {:.4} (exact {x_exact:.4}), λW = {:.4}, \
+                     measured over [{}, {}] (the warm-up before it left out)",
                     all.mean_queue(),
                     all.throughput(),
-                    all.throughput() * all.mean_sojourn()
+                    all.throughput() * all.mean_sojourn(),
+                    q.warmup,
+                    q.end
                 );
             }
             Ok(ModelOutput { digest: r.digest, metrics })

@@ -71,6 +71,13 @@ fn ties_and_queues_scenarios_agree_across_engines() {
     let small_q = ["--set", "queues.width=6", "--set", "queues.height=4", "--set", "queues.end=100"];
     let seq = run("scenarios/queues.toml", "sequential", 1, &small_q, &dir);
     let tw = run("scenarios/queues.toml", "optimistic", 4, &small_q, &dir);
+    // Reverse computation from the command line gives the same figures.
+    let mut reverse = small_q.to_vec();
+    reverse.extend(["--set", "des.state_saving=\"reverse\""]);
+    let rc = run("scenarios/queues.toml", "optimistic", 3, &reverse, &dir.join("reverse"));
+    assert_eq!(rc["digest"], seq["digest"]);
+    assert_eq!(rc["metrics"]["queues"], seq["metrics"]["queues"]);
+    assert_eq!(seq["metrics"]["queues"]["warmup"], 10.0);
     assert_eq!(tw["digest"], seq["digest"]);
     assert_eq!(tw["metrics"]["queues"], seq["metrics"]["queues"]);
     let q = &seq["metrics"]["queues"];

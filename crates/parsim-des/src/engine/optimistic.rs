@@ -104,6 +104,11 @@ struct TimeWarp<'a, C: Comm, M: Model> {
     lim: Limits,
     saving: Saving,
     lps: Vec<History<M::State, M::Payload>>,
+    /// The local LPs with executed events not yet freed, and a flag per LP
+    /// saying it is in that list: fossil collection visits only these, so a
+    /// GVT round costs what was executed since, not the number of LPs.
+    dirty: Vec<u32>,
+    is_dirty: Vec<bool>,
     pending: Pending<M::Payload>,
     /// Pending events cancelled by anti-messages, removed when they reach the top.
     cancelled: KeyMap,
@@ -168,6 +173,8 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
             lim,
             saving,
             lps: Vec::new(),
+            dirty: Vec::new(),
+            is_dirty: vec![false; map.mine.len()],
             pending: Pending::default(),
             cancelled: KeyMap::default(),
             cancelled_min: Order::MAX,
@@ -410,6 +417,10 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
             let mut out = std::mem::take(&mut self.out);
             let mut antis = std::mem::take(&mut self.antis);
             let (reused, error) = self.lps[x].process(self.model, ev, self.saving, self.lim, &mut out, &mut antis);
+            if !self.is_dirty[x] {
+                self.is_dirty[x] = true;
+                self.dirty.push(x as u32);
+            }
             self.stats.processed += 1;
             self.uncommitted += 1;
             self.stats.lazy_reused += reused;
@@ -433,7 +444,21 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
         }
         self.stats.peak_uncommitted = self.stats.peak_uncommitted.max(self.uncommitted);
         self.stats.peak_pending = self.stats.peak_pending.max(self.pending.len() as u64);
+        self.note_memory();
         Ok(done)
+    }
+
+    /// Raises the peak of the engine's own memory (uncommitted history, saved
+    /// states, pending events) to its present size: called after every batch
+    /// of events, before fossil collection frees anything, so the figure is
+    /// the high point, not what is left after a GVT round.
+    fn note_memory(&mut self) {
+        let bytes = self.uncommitted
+            * (std::mem::size_of::<Event<M::Payload>>() * 2
+                + 24
+                + std::mem::size_of::<M::State>() / self.saving.every.max(1) as usize) as u64
+            + self.pending.len() as u64 * std::mem::size_of::<Event<M::Payload>>() as u64;
+        self.stats.peak_memory_bytes = self.stats.peak_memory_bytes.max(bytes);
     }
 
     /// Handles one message.
@@ -536,17 +561,23 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
         self.stats.gvt_rounds += 1;
         self.since_round = 0;
         let wants = self.model.wants_commits();
+        self.note_memory();
         let (commits, buf) = (&mut self.commits, &mut self.commit_buf);
+        let (lps, is_dirty, saving) = (&mut self.lps, &mut self.is_dirty, self.saving);
         let mut n = 0;
-        for h in &mut self.lps {
+        self.dirty.retain(|&x| {
+            let h = &mut lps[x as usize];
             debug_assert!(h.held.iter().all(|x| x.by >= g), "LP {} holds a message from below GVT {g:?}", h.id);
-            n += h.fossil(g, self.saving, |ev| {
+            n += h.fossil(g, saving, |ev| {
                 commits.add(ev);
                 if wants {
                     buf.push(ev.clone());
                 }
             });
-        }
+            let keep = !h.done.is_empty();
+            is_dirty[x as usize] = keep;
+            keep
+        });
         self.uncommitted -= n;
         if wants {
             buf.sort_unstable_by_key(Event::order);
@@ -554,15 +585,11 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
                 self.model.on_commit(&ev);
             }
         }
-        let bytes = self.uncommitted
-            * (std::mem::size_of::<Event<M::Payload>>() * 2
-                + 24
-                + std::mem::size_of::<M::State>() / self.saving.every.max(1) as usize) as u64
-            + self.pending.len() as u64 * std::mem::size_of::<Event<M::Payload>>() as u64;
-        self.stats.peak_memory_bytes = self.stats.peak_memory_bytes.max(bytes);
         if g == Order::MAX {
             self.finished = true;
             debug_assert!(self.lps.iter().all(|h| h.held.is_empty()), "held messages at the end");
+            // Every executed event was reached through the fossil list and freed.
+            debug_assert!(self.lps.iter().all(|h| h.done.is_empty()), "an LP missed by fossil collection");
             debug_assert!(self.cancelled.is_empty(), "cancellations without their event at the end");
         }
         Ok(())

@@ -111,4 +111,13 @@ impl Model for Phold {
         let d = self.delay(ctx);
         ctx.send(dest, d, ());
     }
+
+    /// PHOLD's LPs have no state, and its random draws are keyed by the
+    /// event count: there is nothing to undo, so reverse computation saves
+    /// nothing and costs nothing.
+    fn reversible(&self) -> bool {
+        true
+    }
+
+    fn reverse(&self, _: &mut (), _: &Event<()>) {}
 }

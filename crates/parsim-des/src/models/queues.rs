@@ -4,6 +4,12 @@
 //! infinite-server stations the network is product-form (BCMP), so its mean
 //! queue length and throughput have an exact solution ([`Queues::exact`],
 //! Buzen's convolution) to check the simulation against.
+//!
+//! Every job starts queued at time 0, far from the stationary state, so the
+//! statistics leave out a warm-up period ([`Queues::warmup`]). The model is
+//! reversible (Time Warp's `state_saving = "reverse"`): a departure carries
+//! the arrival time of the job it serves, and the statistics are kept in
+//! fixed point (2⁻⁶⁴ time units), where undoing an addition is exact.
 
 use std::collections::VecDeque;
 
@@ -27,16 +33,22 @@ pub struct Queues {
     pub transit: f64,
     /// End time.
     pub end: f64,
+    /// Statistics count from this time on (0 ≤ warmup < end): the
+    /// start-up transient, when every job starts queued, is left out.
+    pub warmup: f64,
 }
 
 /// An event's payload.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
+#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
 #[repr(C)]
 pub struct Job {
     /// 0: the job arrives; 1: the server finishes serving its first job.
     pub kind: u32,
     /// The job's id.
     pub id: u32,
+    /// For a departure, when the job arrived at the server (so that reverse
+    /// computation can put it back).
+    pub arrived: f64,
 }
 
 const ARRIVE: u32 = 0;
@@ -47,14 +59,24 @@ const DEPART: u32 = 1;
 pub struct Server {
     /// Jobs here (the first is in service), with their arrival times.
     pub queue: VecDeque<(u32, f64)>,
-    /// ∫ queue length dt up to `last`.
-    pub area: f64,
-    /// Time of the last change.
-    pub last: f64,
-    /// Jobs served.
+    /// Jobs served after the warm-up.
     pub completions: u64,
-    /// Σ time from arrival to departure of the served jobs.
-    pub sojourn: f64,
+    /// Σ time from arrival to departure of the jobs served after the
+    /// warm-up, in units of 2⁻⁶⁴.
+    pub sojourn: i128,
+    /// ∫ queue length dt after the warm-up, over the served jobs' stays, in
+    /// units of 2⁻⁶⁴ (the jobs still queued are added at the end).
+    pub area: i128,
+}
+
+/// A time span in fixed point (2⁻⁶⁴ units; finer bits are truncated, the
+/// same way every time, so adding and removing it is exact).
+fn fixed(x: f64) -> i128 {
+    (x * 18_446_744_073_709_551_616.0) as i128
+}
+
+fn unfixed(x: i128) -> f64 {
+    x as f64 / 18_446_744_073_709_551_616.0
 }
 
 /// What a run of the network measured, summed over servers.
@@ -62,24 +84,25 @@ pub struct Server {
 pub struct QueueStats {
     /// Servers.
     pub servers: u64,
-    /// Σ ∫ queue length dt over servers, up to the end time.
+    /// Σ ∫ queue length dt over servers, from the warm-up to the end time.
     pub area: f64,
-    /// Jobs served.
+    /// Jobs served after the warm-up.
     pub completions: u64,
-    /// Σ sojourn times of served jobs.
+    /// Σ sojourn times of the jobs served after the warm-up.
     pub sojourn: f64,
-    /// The observation time.
+    /// The observation time (end − warm-up).
     pub end: f64,
 }
 
 impl QueueStats {
-    /// Adds one server's final state.
-    pub fn add(&mut self, s: &Server, end: f64) {
+    /// Adds one server's final state, observed from `q.warmup` to `q.end`.
+    pub fn add(&mut self, s: &Server, q: &Queues) {
         self.servers += 1;
-        self.area += s.area + s.queue.len() as f64 * (end - s.last);
+        let queued: i128 = s.queue.iter().map(|&(_, arrived)| fixed(q.end - arrived.max(q.warmup))).sum();
+        self.area += unfixed(s.area + queued);
         self.completions += s.completions;
-        self.sojourn += s.sojourn;
-        self.end = end;
+        self.sojourn += unfixed(s.sojourn);
+        self.end = q.end - q.warmup;
     }
 
     /// Adds another partial sum.
@@ -121,6 +144,12 @@ impl Queues {
         }
         if self.end.is_nan() || self.end < 0.0 {
             return Err(format!("end must be >= 0 (got {})", self.end));
+        }
+        if !(self.warmup >= 0.0 && (self.warmup < self.end || self.end == 0.0)) {
+            return Err(format!("warmup must be in [0, end) (got {} with end {})", self.warmup, self.end));
+        }
+        if self.end > 1e15 {
+            return Err(format!("end must be at most 1e15 (got {}): the statistics are kept in fixed point", self.end));
         }
         let jobs = u64::from(self.width) * u64::from(self.height) * u64::from(self.jobs_per_server);
         if jobs > u64::from(u32::MAX) {
@@ -200,33 +229,58 @@ impl Model for Queues {
         }
         if let Some(&(id, _)) = s.queue.front() {
             let d = self.service_time(ctx);
-            ctx.send(lp, d, Job { kind: DEPART, id });
+            ctx.send(lp, d, Job { kind: DEPART, id, arrived: 0.0 });
         }
         s
     }
 
     fn on_event(&self, s: &mut Server, ev: &Event<Job>, ctx: &mut Ctx<'_, Job>) {
         let t = ev.time;
-        s.area += s.queue.len() as f64 * (t - s.last);
-        s.last = t;
         match ev.payload.kind {
             ARRIVE => {
                 s.queue.push_back((ev.payload.id, t));
                 if s.queue.len() == 1 {
                     let d = self.service_time(ctx);
-                    ctx.send(ev.dest, d, Job { kind: DEPART, id: ev.payload.id });
+                    ctx.send(ev.dest, d, Job { kind: DEPART, id: ev.payload.id, arrived: t });
                 }
             }
             _ => {
                 let (id, arrived) = s.queue.pop_front().expect("a departure from an empty queue");
-                s.completions += 1;
-                s.sojourn += t - arrived;
-                let to = self.neighbour(ev.dest, ctx.rng().below(4));
-                ctx.send(to, self.transit, Job { kind: ARRIVE, id });
-                if let Some(&(next, _)) = s.queue.front() {
-                    let d = self.service_time(ctx);
-                    ctx.send(ev.dest, d, Job { kind: DEPART, id: next });
+                if t >= self.warmup {
+                    s.completions += 1;
+                    s.sojourn += fixed(t - arrived);
+                    s.area += fixed(t - arrived.max(self.warmup));
                 }
+                let to = self.neighbour(ev.dest, ctx.rng().below(4));
+                ctx.send(to, self.transit, Job { kind: ARRIVE, id, arrived: 0.0 });
+                if let Some(&(next, arrived)) = s.queue.front() {
+                    let d = self.service_time(ctx);
+                    ctx.send(ev.dest, d, Job { kind: DEPART, id: next, arrived });
+                }
+            }
+        }
+    }
+
+    fn reversible(&self) -> bool {
+        true
+    }
+
+    /// The exact inverse of `on_event` (sends need no undoing: Time Warp
+    /// cancels them; random draws are keyed by the event count).
+    fn reverse(&self, s: &mut Server, ev: &Event<Job>) {
+        let t = ev.time;
+        match ev.payload.kind {
+            ARRIVE => {
+                s.queue.pop_back();
+            }
+            _ => {
+                let arrived = ev.payload.arrived;
+                if t >= self.warmup {
+                    s.completions -= 1;
+                    s.sojourn -= fixed(t - arrived);
+                    s.area -= fixed(t - arrived.max(self.warmup));
+                }
+                s.queue.push_front((ev.payload.id, arrived));
             }
         }
     }

@@ -121,7 +121,6 @@ fn bad_configuration_is_refused() {
         DesConfig::new(Engine::Optimistic).checkpoint_every(0),
         DesConfig::new(Engine::Optimistic).memory_limit(0),
         DesConfig::new(Engine::Optimistic).window(-1.0),
-        DesConfig::new(Engine::Optimistic).state_saving(parsim_des::StateSaving::Reverse),
     ] {
         let e = parsim_comm::launch(1, |comm| {
             Ok::<_, parsim_comm::CommError>(parsim_des::run(&comm, &m, &cfg).unwrap_err().to_string())
@@ -129,6 +128,13 @@ fn bad_configuration_is_refused() {
         .expect("launch");
         assert!(!e[0].is_empty());
     }
+    // Reverse computation needs a model with a reverse handler (PHOLD has one).
+    let cfg = DesConfig::new(Engine::Optimistic).state_saving(parsim_des::StateSaving::Reverse);
+    let e = parsim_comm::launch(1, |comm| {
+        Ok::<_, parsim_comm::CommError>(parsim_des::run(&comm, &Speculative, &cfg).err().map(|e| e.to_string()))
+    })
+    .expect("launch");
+    assert!(e[0].as_deref().is_some_and(|e| e.contains("reverse handler")), "{e:?}");
 }
 
 /// LP 1 (slow) tells LP 0 at time 5.5 that it may proceed; LP 0 checks at

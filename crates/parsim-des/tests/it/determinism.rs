@@ -32,7 +32,7 @@ fn phold_ties() {
 
 #[test]
 fn queueing_network_all_engines() {
-    let q = Queues { width: 6, height: 4, jobs_per_server: 2, service: 1.0, transit: 0.25, end: 60.0 };
+    let q = Queues { width: 6, height: 4, jobs_per_server: 2, service: 1.0, transit: 0.25, end: 60.0, warmup: 0.0 };
     all_engines_agree(&q, &RANKS, &DesConfig::new(Engine::Sequential).seed(5));
 }
 

@@ -172,3 +172,20 @@ fn lazy_cancellation_under_massive_ties() {
         }
     }
 }
+
+/// PHOLD runs under reverse computation too (its LPs have no state to
+/// undo) and commits the sequential history.
+#[test]
+fn phold_runs_with_reverse_computation() {
+    let m = Phold { lps: 64, start_events: 3, mean: 1.0, lookahead: 0.01, remote: 0.5, end: 20.0 };
+    let (want, _) = digest(&m, &DesConfig::new(Engine::Sequential), 1);
+    let cfg = DesConfig::new(Engine::Optimistic)
+        .chaos(2)
+        .gvt_interval(300)
+        .window(f64::INFINITY)
+        .state_saving(parsim_des::StateSaving::Reverse);
+    for r in [2, 4] {
+        let (got, s) = digest(&m, &cfg, r);
+        assert_eq!(got, want, "on {r}: {s:?}");
+    }
+}
