@@ -384,7 +384,11 @@ where
     next.data.copy_from_slice(&cur.data);
     // A deep halo is recomputed as a box, so it needs corners even for star stencils.
     let reach = if k > 1 { Reach::Box } else { stencil.reach() };
-    let plan = HaloPlan::new(&d, rank, &cur, h, reach, bounds)?;
+    let mut plan = HaloPlan::new(&d, rank, &cur, h, reach, bounds)?;
+    // Dirichlet ghost cells are constant: filled once in both arrays.
+    plan.apply_boundary(&mut cur);
+    plan.apply_boundary(&mut next);
+    plan.fixed_edges_filled();
     let streaming = spec.stream_stores.unwrap_or(std::mem::size_of_val(cur.data.as_slice()) >= STREAM_BYTES);
     let min_stream_row = if spec.stream_stores == Some(true) { 1 } else { MIN_STREAM_ROW };
     let mut kernel = Kernel { stencil, pool, streaming, min_stream_row, _t: std::marker::PhantomData };
