@@ -84,7 +84,9 @@ pub struct SeirResult {
     pub digest: Digest,
     /// Per degree k: (agents of degree k, of them ever infected).
     pub by_degree: Vec<(u64, u64)>,
-    /// Transmission draws made, all ranks.
+    /// Transmission draws made, all ranks: a work counter, which depends on
+    /// the rank count (a rank also draws for ghost neighbours that turn out
+    /// not to be susceptible), unlike the epidemic itself.
     pub transmission_checks: u64,
     /// Boundary-state changes this rank sent (one per receiving rank).
     pub changes_sent: u64,

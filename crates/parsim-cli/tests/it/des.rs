@@ -121,6 +121,12 @@ fn optimistic_run_prints_progress_statistics_and_digest() {
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.contains("optimistic: committed") && stdout.contains("efficiency"), "{stdout}");
     assert!(stdout.contains("digest "), "{stdout}");
+    // No warning with the defaults; an unbounded window on several ranks is warned about, and still runs.
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("window"), "{}", String::from_utf8_lossy(&o.stderr));
+    args.extend_from_slice(&["--set", "des.window=\"unbounded\""]);
+    let o = parsim(&args);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success() && stderr.contains("des.window = \"unbounded\" on 2 ranks"), "{stderr}");
 }
 
 #[cfg(feature = "mpi")]

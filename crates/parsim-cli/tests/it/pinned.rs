@@ -40,7 +40,10 @@ fn builtin_digests_are_those_recorded_before_the_front_door() {
                 "--set",
                 "queues.end=300",
             ],
-            "ed2b4d5de4c80517429009b46b70d6cb",
+            // Re-recorded on 2026-12-05: a departure now carries its job's
+            // arrival time (for reverse computation), and the digest covers
+            // event payloads; times and destinations are drawn as before.
+            "6c9695ab077ea709dd9d80ce097179ca",
         ),
         (
             "heat2d",
