@@ -21,6 +21,12 @@ pub struct Outcome {
     pub growth_rate: Option<f64>,
     /// The days the growth rate was fitted on.
     pub growth_window: Option<(u32, u32)>,
+    /// The standard error of the fitted slope (ordinary least squares; the
+    /// points of a cumulative curve are correlated, so this understates the
+    /// spread between seeds, which is the honest measure).
+    pub growth_se: Option<f64>,
+    /// Why there is no growth rate, when there is none.
+    pub growth_missing: Option<String>,
     /// R0 implied by the observed growth rate and the model's generation interval.
     pub r0_estimate: Option<f64>,
 }
@@ -59,15 +65,32 @@ impl Outcome {
                 break;
             }
         }
-        let fit = (pts.len() >= 5).then(|| {
+        let ok = pts.len() >= 5;
+        let (fit, se) = if ok {
             let m = pts.len() as f64;
             let (sx, sy) = pts.iter().fold((0.0, 0.0), |a, p| (a.0 + p.0, a.1 + p.1));
             let (mx, my) = (sx / m, sy / m);
             let sxy: f64 = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
             let sxx: f64 = pts.iter().map(|p| (p.0 - mx).powi(2)).sum();
-            sxy / sxx
+            let slope = sxy / sxx;
+            let rss: f64 = pts.iter().map(|p| (p.1 - my - slope * (p.0 - mx)).powi(2)).sum();
+            (Some(slope), Some((rss / (m - 2.0) / sxx).sqrt()))
+        } else {
+            (None, None)
+        };
+        let window = ok.then(|| (pts[0].0 as u32, pts[pts.len() - 1].0 as u32));
+        let missing = (!ok).then(|| {
+            if cum < lo as u64 || res.curve.is_empty() {
+                format!("the epidemic never reached {lo:.0} cumulative infections (it reached {cum})")
+            } else {
+                format!(
+                    "the early exponential phase (cumulative infections from {lo:.0} to 2 % of the population, \
+                     {hi:.0}) lasted {} day(s): too fast to fit on daily counts (5 are needed), as on networks with \
+                     heavy-tailed degrees, where hubs are infected within days",
+                    pts.len()
+                )
+            }
         });
-        let window = (pts.len() >= 5).then(|| (pts[0].0 as u32, pts[pts.len() - 1].0 as u32));
         Outcome {
             attack_rate,
             peak_day,
@@ -75,6 +98,8 @@ impl Outcome {
             peak_incidence_day: peak_inc_day,
             growth_rate: fit,
             growth_window: window,
+            growth_se: se,
+            growth_missing: missing,
             r0_estimate: fit.map(|r| theory::r0_from_growth(r, cfg.beta, cfg.variant)),
         }
     }

@@ -431,6 +431,8 @@ pub fn run<C: Comm>(
         "peak_incidence_day": o.peak_incidence_day,
         "growth_rate": o.growth_rate,
         "growth_window_days": o.growth_window.map(|w| [w.0, w.1]),
+        "growth_rate_se": o.growth_se,
+        "growth_rate_missing": o.growth_missing,
         "r0_estimate": o.r0_estimate,
         "final": {"S": last.s, "E": last.e, "I": last.i, "R": last.r, "V": last.v},
         "attack_rate_by_degree": by_degree,
@@ -599,6 +601,19 @@ fn print_verify(theory: Option<&Theory>, o: &Outcome, res: &SeirResult, cfg: &Se
         th.growth_rate,
         o.growth_rate.map_or("-".into(), |r| format!("{r:.4}"))
     );
+    match (o.growth_se, o.growth_window, &o.growth_missing) {
+        (Some(se), Some((a, b)), _) => {
+            println!("  {:<34} {:>12} {:>12}", "  ± (fit SE), fitted on days", "", format!("±{se:.4}, {a}–{b}"))
+        }
+        (_, _, Some(why)) => println!("  (no growth rate, so no R0 from it: {why})"),
+        _ => {}
+    }
+    if o.growth_rate.is_some() {
+        println!(
+            "  (the fit SE understates the spread: daily cumulative counts are correlated; compare the growth rate \
+             over seeds, e.g. with a sweep)"
+        );
+    }
     println!("  {:<34} {:>12.3} {:>12}", "mean generation interval (days)", th.generation_interval, "");
     if cfg.vaccination.is_some() || cfg.isolation.is_some() || !cfg.closures.is_empty() {
         println!("  (interventions are active: the theory describes the epidemic without them)");

@@ -88,6 +88,15 @@ fn verify_prints_theory_beside_simulation() {
     for want in ["edge transmissibility T", "0.22622", "final size z", "early growth rate r", "attack rate by degree"] {
         assert!(stdout.contains(want), "missing {want:?} in\n{stdout}");
     }
+    // The growth rate comes with its fit SE and window, or with why there is none.
+    let s = crate::support::read_summary(&out);
+    let m = &s["metrics"];
+    if m["growth_rate"].is_f64() {
+        assert!(m["growth_rate_se"].as_f64().is_some_and(|se| se > 0.0) && stdout.contains("(fit SE)"), "{m}");
+    } else {
+        let why = m["growth_rate_missing"].as_str().unwrap_or_default();
+        assert!(!why.is_empty() && stdout.contains(why), "{m}");
+    }
 }
 
 /// Every shipped epidemic scenario partitions at a cost the run repays; a
