@@ -234,7 +234,7 @@ impl HaloPlan {
     /// and that nothing else writes there: a stencil writes inside the
     /// domain and the exchange only fills faces shared with ranks. Then
     /// `apply_boundary` skips those constant cells — a strided pass over a
-    /// whole face every step, 5–10 % of a 3-D step.
+    /// whole face every step (6 % of a 96³ step under `perf`).
     pub fn fixed_edges_filled(&mut self) {
         self.fixed_filled = true;
     }

@@ -145,7 +145,7 @@ impl Queues {
         if self.end.is_nan() || self.end < 0.0 {
             return Err(format!("end must be >= 0 (got {})", self.end));
         }
-        if !(self.warmup >= 0.0 && (self.warmup < self.end || self.end == 0.0)) {
+        if !(self.warmup >= 0.0 && (self.warmup < self.end || self.warmup == 0.0)) {
             return Err(format!("warmup must be in [0, end) (got {} with end {})", self.warmup, self.end));
         }
         if self.end > 1e15 {
