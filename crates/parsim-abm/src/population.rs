@@ -148,13 +148,20 @@ impl Population {
 }
 
 /// The endpoint pairs of G(N, M) with mean degree `c`: M = round(N·c/2).
-pub(crate) fn er_pairs(n: usize, c: f64) -> u64 {
+pub fn er_pairs(n: usize, c: f64) -> u64 {
     (n as f64 * c / 2.0).round() as u64
 }
 
 /// Pair `i` of G(N, M) from `seed` (a counter-based draw: any rank can make any pair).
+///
+/// ```
+/// use parsim_abm::population::er_pair;
+/// let (u, v) = er_pair(1_000, 7, 42);
+/// assert!(u < 1_000 && v < 1_000);
+/// assert_eq!(er_pair(1_000, 7, 42), (u, v));
+/// ```
 #[inline]
-pub(crate) fn er_pair(n: usize, seed: u64, i: u64) -> (u32, u32) {
+pub fn er_pair(n: usize, seed: u64, i: u64) -> (u32, u32) {
     let key = [seed as u32, (seed >> 32) as u32];
     let r = philox4x32_10([i as u32, (i >> 32) as u32, 0x4552_0001, 0], key);
     let a = (u64::from(r[0]) << 32) | u64::from(r[1]);

@@ -4,6 +4,7 @@
 pub mod checkpoint;
 pub mod comm;
 pub mod epidemic;
+mod epidemic_ref;
 pub mod lb;
 pub mod partition;
 pub mod phold;

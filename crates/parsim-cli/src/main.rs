@@ -340,6 +340,9 @@ enum BenchWhat {
         /// A small population (a smoke test, not a measurement).
         #[arg(long)]
         quick: bool,
+        /// Internal: one measured run of `ref` (the plain program) or `parsim` (1 rank), printed as JSON.
+        #[arg(long, hide = true)]
+        child: Option<String>,
     },
     /// Parallel efficiency of a 200-task sweep at 1 and 2 workers, and the scheduling overhead per task.
     #[command(after_help = "Examples:\n  parsim bench sweep --quick\n  parsim bench sweep --reps 5")]
@@ -542,9 +545,17 @@ fn main() -> ExitCode {
             }
         }
         Command::Bench { what: BenchWhat::Sweep { out, quick, reps } } => bench::sweep::run(out, quick, reps.max(1)),
-        Command::Bench { what: BenchWhat::Epidemic { agents, ranks, backend, reps, out, quick } } => {
+        Command::Bench { what: BenchWhat::Epidemic { agents, ranks, backend, reps, out, quick, child } } => {
             parse_backend(&backend, "--backend").map_err(anyhow::Error::from).and_then(|b| {
-                bench::epidemic::run(bench::epidemic::Args { agents, ranks, backend: b, reps: reps.max(1), out, quick })
+                bench::epidemic::run(bench::epidemic::Args {
+                    agents,
+                    ranks,
+                    backend: b,
+                    reps: reps.max(1),
+                    out,
+                    quick,
+                    child,
+                })
             })
         }
         Command::Bench { what: BenchWhat::Phold { out, quick, reps } } => bench::phold::run(out, quick, reps.max(1)),

@@ -12,7 +12,7 @@ use super::{er_pair, er_pairs, Layer, Population, Synthetic};
 use crate::error::{AbmError, Result};
 
 /// ER pairs per generation unit.
-const ER_UNIT: u64 = 1 << 20;
+const ER_UNIT: u64 = 1 << 15;
 
 /// This rank's share of a population: its agents' rows of the contact
 /// network (a [`DistGraph`], block partitioned by agent id until

@@ -6,6 +6,7 @@
 //! it measures the world's ranks against a 1-rank threads run in rank 0's
 //! process.
 
+use super::epidemic_ref as plain;
 use super::median;
 use std::path::PathBuf;
 
@@ -31,6 +32,8 @@ pub struct Args {
     pub out: PathBuf,
     /// A small population.
     pub quick: bool,
+    /// Internal: measure one run in this process (`ref` or `parsim`) and print it as JSON.
+    pub child: Option<String>,
 }
 
 /// One measured configuration (medians over the repetitions).
@@ -142,6 +145,9 @@ pub fn run(a: Args) -> Result<()> {
     }
     let setup = AbmSetup::erdos_renyi(agents, 10.0, 42);
     let seed = 1;
+    if let Some(what) = &a.child {
+        return plain::child(what, &setup, seed);
+    }
     println!(
         "ER population: {agents} agents, mean degree 10; every run builds its own shares (each rank only its block, {} threads)",
         rayon::current_num_threads()
@@ -176,7 +182,12 @@ pub fn run(a: Args) -> Result<()> {
             bail!("the rank counts disagree on the digest");
         }
         println!("digest {} at every rank count", first.digest);
-        write_atomic(&a.out, serde_json::to_string_pretty(&rows)?.as_bytes())?;
+        let reference = match (a.backend, a.ranks) {
+            (Backend::Threads, None | Some(1)) => Some(plain::compare(agents, a.reps, &first.digest)?),
+            _ => None,
+        };
+        let report = serde_json::json!({ "rows": rows, "reference": reference });
+        write_atomic(&a.out, serde_json::to_string_pretty(&report)?.as_bytes())?;
         println!("→ {}", a.out.display());
     }
     Ok(())

@@ -3,7 +3,7 @@
 //! rank builds its rows from what it holds. No rank ever holds the whole
 //! graph or an array sized by it.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use parsim_comm::{Comm, Pod, ReduceOp};
 use rayon::prelude::*;
@@ -64,6 +64,9 @@ const ROUND_BYTES: usize = 256 << 20;
 /// endpoints owned elsewhere are held for one chunk at a time.
 const CHUNKS: usize = 64;
 
+/// Flat endpoint records, one vector per destination (a rank or a row range).
+type Buckets = Vec<Vec<u32>>;
+
 /// A sink for generated edges: (u, v, layer).
 pub type Sink<'a> = &'a mut dyn FnMut(u32, u32, u8);
 
@@ -117,91 +120,149 @@ impl DistGraph {
         let (lo, hi) = block_range(n, p, me);
         let n_own = (hi - lo) as usize;
         let stride = if layered { 3 } else { 2 };
-        let counts: Vec<AtomicU32> = (0..n_own).map(|_| AtomicU32::new(0)).collect();
         let bad = AtomicBool::new(false);
-        // Units are generated in chunks (every rank runs as many); after each
+        // Owned rows are split into ranges of 2^shift rows; each pass applies
+        // a range's endpoints on one thread, so counting and filling need no
+        // atomic operations (a locked add on a missed line stalls until the
+        // line arrives; plain ones let the misses overlap).
+        let ranges_wanted = (rayon::current_num_threads() * 8).max(1);
+        let shift = n_own.div_ceil(ranges_wanted).max(1).next_power_of_two().trailing_zeros();
+        let nr = n_own.div_ceil(1 << shift).max(1);
+        // Units are generated in chunks (every rank runs as many, at least 8
+        // units each so that a chunk's units run in parallel); after each
         // chunk, the endpoints owned elsewhere travel to their owners, so no
         // rank ever holds more than one chunk of them.
-        let chunks = (comm.all_reduce(&[units as u64], ReduceOp::Max)?[0] as usize).clamp(1, CHUNKS);
-        let pass = |local: &(dyn Fn(u32, u32, u8) + Sync)| -> Result<u64> {
+        let chunks = (comm.all_reduce(&[units as u64], ReduceOp::Max)?[0] as usize).div_ceil(8).clamp(1, CHUNKS);
+        // One chunk's endpoints owned here, [w − lo, o (, layer)], per piece of work and row range.
+        let chunk = |c: usize| -> Result<(u64, Vec<Vec<Vec<u32>>>)> {
+            let outs: Vec<(u64, Buckets, Buckets)> = (c * units / chunks..(c + 1) * units / chunks)
+                .into_par_iter()
+                .map(|k| {
+                    let mut loops = 0u64;
+                    let mut out: Vec<Vec<u32>> = vec![Vec::new(); p];
+                    let mut mine: Vec<Vec<u32>> = vec![Vec::new(); nr];
+                    gen(k, &mut |u, v, l| {
+                        if u as usize >= n || v as usize >= n {
+                            bad.store(true, Ordering::Relaxed);
+                            return;
+                        }
+                        if u == v {
+                            loops += 1;
+                            return;
+                        }
+                        let ends: &[(u32, u32)] = if directed { &[(u, v)] } else { &[(u, v), (v, u)] };
+                        for &(w, o) in ends {
+                            let (q, w) = if (lo..hi).contains(&w) {
+                                (&mut mine[((w - lo) >> shift) as usize], w - lo)
+                            } else {
+                                (&mut out[block_owner(n, p, w) as usize], w)
+                            };
+                            q.extend_from_slice(&[w, o]);
+                            if layered {
+                                q.push(u32::from(l));
+                            }
+                        }
+                    });
+                    (loops, mine, out)
+                })
+                .collect();
             let mut loops = 0u64;
-            for c in 0..chunks {
-                let outs: Vec<(u64, Vec<Vec<u32>>)> = (c * units / chunks..(c + 1) * units / chunks)
-                    .into_par_iter()
-                    .map(|k| {
-                        let mut loops = 0u64;
-                        let mut out: Vec<Vec<u32>> = vec![Vec::new(); p];
-                        gen(k, &mut |u, v, l| {
-                            if u as usize >= n || v as usize >= n {
-                                bad.store(true, Ordering::Relaxed);
-                                return;
-                            }
-                            if u == v {
-                                loops += 1;
-                                return;
-                            }
-                            let ends: &[(u32, u32)] = if directed { &[(u, v)] } else { &[(u, v), (v, u)] };
-                            for &(w, o) in ends {
-                                if (lo..hi).contains(&w) {
-                                    local(w, o, l);
-                                } else {
-                                    let q = &mut out[block_owner(n, p, w) as usize];
-                                    q.extend_from_slice(&[w, o]);
-                                    if layered {
-                                        q.push(u32::from(l));
-                                    }
-                                }
-                            }
-                        });
-                        (loops, out)
-                    })
-                    .collect();
-                let mut parts: Vec<Vec<u32>> = vec![Vec::new(); p];
-                for (l, out) in outs {
-                    loops += l;
-                    for (q, v) in out.into_iter().enumerate() {
-                        parts[q].extend_from_slice(&v);
-                    }
-                }
-                for got in exchange_in_rounds(comm, parts, ROUND_BYTES)? {
-                    got.par_chunks_exact(stride).for_each(|e| local(e[0], e[1], if layered { e[2] as u8 } else { 0 }));
+            let mut parts: Vec<Vec<u32>> = vec![Vec::new(); p];
+            let mut pieces = Vec::with_capacity(outs.len() + 1);
+            for (l, mine, out) in outs {
+                loops += l;
+                pieces.push(mine);
+                for (q, v) in out.into_iter().enumerate() {
+                    parts[q].extend_from_slice(&v);
                 }
             }
-            Ok(loops)
+            let got = exchange_in_rounds(comm, parts, ROUND_BYTES)?;
+            pieces.extend(
+                got.par_iter()
+                    .flat_map(|g| g.par_chunks(stride << 16))
+                    .map(|g| {
+                        let mut mine: Vec<Vec<u32>> = vec![Vec::new(); nr];
+                        for e in g.chunks_exact(stride) {
+                            let q = &mut mine[((e[0] - lo) >> shift) as usize];
+                            q.push(e[0] - lo);
+                            q.extend_from_slice(&e[1..]);
+                        }
+                        mine
+                    })
+                    .collect::<Vec<_>>(),
+            );
+            Ok((loops, pieces))
         };
         // Pass 1: count the endpoints of every owned row.
-        let count = |w: u32, _: u32, _: u8| {
-            counts[(w - lo) as usize].fetch_add(1, Ordering::Relaxed);
-        };
-        let loops = pass(&count)?;
+        let mut counts = vec![0u32; n_own];
+        let mut loops = 0u64;
+        for c in 0..chunks {
+            let (l, pieces) = chunk(c)?;
+            loops += l;
+            counts.par_chunks_mut(1 << shift).enumerate().for_each(|(r, cnt)| {
+                let base = r << shift;
+                for piece in &pieces {
+                    for e in piece[r].chunks_exact(stride) {
+                        cnt[e[0] as usize - base] += 1;
+                    }
+                }
+            });
+        }
         let bad = comm.all_reduce(&[u64::from(bad.load(Ordering::Relaxed))], ReduceOp::Max)?[0] == 1;
         if bad {
             return Err(GraphError::BadArgument(format!("an edge names a vertex beyond the graph ({n} vertices)")));
         }
         let mut xadj = Vec::with_capacity(n_own + 1);
         xadj.push(0u64);
-        for c in &counts {
-            xadj.push(xadj[xadj.len() - 1] + u64::from(c.swap(0, Ordering::Relaxed)));
+        for c in &mut counts {
+            xadj.push(xadj[xadj.len() - 1] + u64::from(std::mem::take(c)));
         }
         let total = xadj[n_own] as usize;
-        // Pass 2: fill (rows in any order; sorted below).
-        let adj: Vec<AtomicU32> = (0..total).map(|_| AtomicU32::new(0)).collect();
-        let lay: Vec<AtomicU8> = (0..if layered { total } else { 0 }).map(|_| AtomicU8::new(0)).collect();
-        let put = |w: u32, o: u32, l: u8| {
-            let i = (w - lo) as usize;
-            let at = xadj[i] as usize + counts[i].fetch_add(1, Ordering::Relaxed) as usize;
-            adj[at].store(o, Ordering::Relaxed);
-            if layered {
-                lay[at].store(l, Ordering::Relaxed);
+        // Pass 2: fill (rows in any order; sorted below), each range's slice of the rows on one thread.
+        let mut adj = vec![0u32; total];
+        let mut lay: Option<Vec<u8>> = layered.then(|| vec![0u8; total]);
+        let over = AtomicBool::new(false);
+        for c in 0..chunks {
+            let (_, pieces) = chunk(c)?;
+            let mut a_rest = &mut adj[..];
+            let mut l_rest = lay.as_deref_mut();
+            let mut slices = Vec::with_capacity(nr);
+            for (r, fill) in counts.chunks_mut(1 << shift).enumerate() {
+                let (first, end) = (r << shift, ((r + 1) << shift).min(n_own));
+                let len = (xadj[end] - xadj[first]) as usize;
+                let (a, b) = std::mem::take(&mut a_rest).split_at_mut(len);
+                a_rest = b;
+                let l = l_rest.take().map(|l| {
+                    let (x, y) = l.split_at_mut(len);
+                    l_rest = Some(y);
+                    x
+                });
+                slices.push((r, fill, a, l));
             }
-        };
-        pass(&put)?;
-        if counts.iter().zip(xadj.windows(2)).any(|(c, w)| u64::from(c.load(Ordering::Relaxed)) != w[1] - w[0]) {
+            slices.into_par_iter().for_each(|(r, fill, a, mut l)| {
+                let base = r << shift;
+                let x0 = xadj[base];
+                for piece in &pieces {
+                    for e in piece[r].chunks_exact(stride) {
+                        let i = e[0] as usize;
+                        if u64::from(fill[i - base]) >= xadj[i + 1] - xadj[i] {
+                            over.store(true, Ordering::Relaxed);
+                            continue;
+                        }
+                        let at = (xadj[i] - x0) as usize + fill[i - base] as usize;
+                        fill[i - base] += 1;
+                        a[at] = e[1];
+                        if let Some(l) = l.as_deref_mut() {
+                            l[at] = e[2] as u8;
+                        }
+                    }
+                }
+            });
+        }
+        if over.into_inner() || counts.iter().zip(xadj.windows(2)).any(|(&c, w)| u64::from(c) != w[1] - w[0]) {
             return Err(GraphError::BadArgument("the generator emitted different edges on its second call".into()));
         }
         drop(counts);
-        let mut adj: Vec<u32> = adj.into_iter().map(AtomicU32::into_inner).collect();
-        let mut lay: Option<Vec<u8>> = layered.then(|| lay.into_iter().map(AtomicU8::into_inner).collect());
         let dups = sort_rows(&xadj, &mut adj, lay.as_deref_mut());
         if dups > 0 {
             crate::csr::compact(&mut xadj, &mut adj, lay.as_mut());
