@@ -121,26 +121,29 @@ impl DistGraph {
         let n_own = (hi - lo) as usize;
         let stride = if layered { 3 } else { 2 };
         let bad = AtomicBool::new(false);
-        // Owned rows are split into ranges of 2^shift rows; each pass applies
-        // a range's endpoints on one thread, so counting and filling need no
-        // atomic operations (a locked add on a missed line stalls until the
-        // line arrives; plain ones let the misses overlap).
+        // Owned rows are split into ranges of 2^shift rows (at most 8192,
+        // whose counts and adjacency stay in a core's cache, and at least 8
+        // per thread); each pass applies a range's endpoints on one thread,
+        // so counting and filling need no atomic operations (a locked add on
+        // a missed line stalls until the line arrives) and touch memory one
+        // cache-sized range at a time, like a radix sort.
         let ranges_wanted = (rayon::current_num_threads() * 8).max(1);
-        let shift = n_own.div_ceil(ranges_wanted).max(1).next_power_of_two().trailing_zeros();
+        let shift = n_own.div_ceil(ranges_wanted).max(1).next_power_of_two().trailing_zeros().min(13);
         let nr = n_own.div_ceil(1 << shift).max(1);
         // Units are generated in chunks (every rank runs as many, at least 8
         // units each so that a chunk's units run in parallel); after each
         // chunk, the endpoints owned elsewhere travel to their owners, so no
         // rank ever holds more than one chunk of them.
         let chunks = (comm.all_reduce(&[units as u64], ReduceOp::Max)?[0] as usize).div_ceil(8).clamp(1, CHUNKS);
-        // One chunk's endpoints owned here, [w − lo, o (, layer)], per piece of work and row range.
-        let chunk = |c: usize| -> Result<(u64, Vec<Vec<Vec<u32>>>)> {
-            let outs: Vec<(u64, Buckets, Buckets)> = (c * units / chunks..(c + 1) * units / chunks)
+        let by_range = |flat: Vec<u32>| Piece::by_range(flat, stride, shift, nr);
+        // One chunk's endpoints owned here, [w − lo, o (, layer)], per piece of work, by row range.
+        let chunk = |c: usize| -> Result<(u64, Vec<Piece>)> {
+            let outs: Vec<(u64, Piece, Buckets)> = (c * units / chunks..(c + 1) * units / chunks)
                 .into_par_iter()
                 .map(|k| {
                     let mut loops = 0u64;
                     let mut out: Vec<Vec<u32>> = vec![Vec::new(); p];
-                    let mut mine: Vec<Vec<u32>> = vec![Vec::new(); nr];
+                    let mut mine: Vec<u32> = Vec::new();
                     gen(k, &mut |u, v, l| {
                         if u as usize >= n || v as usize >= n {
                             bad.store(true, Ordering::Relaxed);
@@ -153,7 +156,7 @@ impl DistGraph {
                         let ends: &[(u32, u32)] = if directed { &[(u, v)] } else { &[(u, v), (v, u)] };
                         for &(w, o) in ends {
                             let (q, w) = if (lo..hi).contains(&w) {
-                                (&mut mine[((w - lo) >> shift) as usize], w - lo)
+                                (&mut mine, w - lo)
                             } else {
                                 (&mut out[block_owner(n, p, w) as usize], w)
                             };
@@ -163,7 +166,7 @@ impl DistGraph {
                             }
                         }
                     });
-                    (loops, mine, out)
+                    (loops, by_range(mine), out)
                 })
                 .collect();
             let mut loops = 0u64;
@@ -181,13 +184,11 @@ impl DistGraph {
                 got.par_iter()
                     .flat_map(|g| g.par_chunks(stride << 16))
                     .map(|g| {
-                        let mut mine: Vec<Vec<u32>> = vec![Vec::new(); nr];
-                        for e in g.chunks_exact(stride) {
-                            let q = &mut mine[((e[0] - lo) >> shift) as usize];
-                            q.push(e[0] - lo);
-                            q.extend_from_slice(&e[1..]);
+                        let mut mine = g.to_vec();
+                        for e in mine.chunks_exact_mut(stride) {
+                            e[0] -= lo;
                         }
-                        mine
+                        by_range(mine)
                     })
                     .collect::<Vec<_>>(),
             );
@@ -202,7 +203,7 @@ impl DistGraph {
             counts.par_chunks_mut(1 << shift).enumerate().for_each(|(r, cnt)| {
                 let base = r << shift;
                 for piece in &pieces {
-                    for e in piece[r].chunks_exact(stride) {
+                    for e in piece.range(r).chunks_exact(stride) {
                         cnt[e[0] as usize - base] += 1;
                     }
                 }
@@ -243,7 +244,7 @@ impl DistGraph {
                 let base = r << shift;
                 let x0 = xadj[base];
                 for piece in &pieces {
-                    for e in piece[r].chunks_exact(stride) {
+                    for e in piece.range(r).chunks_exact(stride) {
                         let i = e[0] as usize;
                         if u64::from(fill[i - base]) >= xadj[i + 1] - xadj[i] {
                             over.store(true, Ordering::Relaxed);
@@ -272,6 +273,44 @@ impl DistGraph {
         let rows = Rows { n_global: n, owned: Owned::Block(lo, hi), xadj, adj, weight: None, layer: lay };
         let d = DistGraph::from_rows(me, p, rows, &|v| block_owner(n, p, v))?;
         Ok((d, stats))
+    }
+}
+
+/// Endpoint records `[row, neighbour (, layer)]` grouped by row range
+/// (ranges of `2^shift` rows): range `r`'s are `data[off[r]..off[r + 1]]`.
+struct Piece {
+    data: Vec<u32>,
+    off: Vec<u32>,
+}
+
+impl Piece {
+    /// Groups `flat`'s records by range with one counting pass and one scatter.
+    fn by_range(flat: Vec<u32>, stride: usize, shift: u32, ranges: usize) -> Piece {
+        let mut off = vec![0u32; ranges + 1];
+        for e in flat.chunks_exact(stride) {
+            off[(e[0] >> shift) as usize + 1] += stride as u32;
+        }
+        for r in 0..ranges {
+            off[r + 1] += off[r];
+        }
+        if ranges == 1 {
+            return Piece { data: flat, off };
+        }
+        let mut at = off[..ranges].to_vec();
+        let mut data = vec![0u32; flat.len()];
+        for e in flat.chunks_exact(stride) {
+            let r = (e[0] >> shift) as usize;
+            let a = at[r] as usize;
+            data[a..a + stride].copy_from_slice(e);
+            at[r] += stride as u32;
+        }
+        Piece { data, off }
+    }
+
+    /// Range `r`'s records.
+    #[inline]
+    fn range(&self, r: usize) -> &[u32] {
+        &self.data[self.off[r] as usize..self.off[r + 1] as usize]
     }
 }
 
