@@ -82,6 +82,41 @@ pub(crate) fn coarsen_step(
     (cn as f64 <= 0.95 * cur.n() as f64).then_some((cmap, cn))
 }
 
+/// What a hierarchy's coarse levels may hold, as adjacency entries, before
+/// it stops coarsening a graph whose edges no longer merge.
+#[derive(Clone, Copy)]
+pub(crate) struct Budget {
+    /// `factor` × the input's entries.
+    limit: usize,
+    /// Entries held by the coarse levels so far.
+    held: usize,
+}
+
+impl Budget {
+    /// A budget of `factor` times `input`'s adjacency entries.
+    pub(crate) fn of(input: &Graph, factor: usize) -> Budget {
+        Budget { limit: factor * input.adjncy.len(), held: 0 }
+    }
+
+    /// Whether to coarsen `cur` (made from `finer`) once more. A step
+    /// halves the vertices, but on a random graph it removes only the
+    /// matched edges (about one in 2·degree), so a hierarchy down to a few
+    /// hundred vertices would hold one near-full copy of the edges per
+    /// level (ten of them for 10⁷ vertices of degree 10). It stops when the
+    /// next level would pass the limit while the last step removed under a
+    /// fifth of the entries; meshes and other graphs whose edges merge as
+    /// they coarsen stay within the limit and coarsen as before.
+    pub(crate) fn allows(&self, cur: &Graph, finer: Option<&Graph>) -> bool {
+        let stalled = finer.is_some_and(|f| cur.adjncy.len() as f64 > 0.8 * f.adjncy.len() as f64);
+        !(stalled && self.held + cur.adjncy.len() > self.limit)
+    }
+
+    /// Counts a new level.
+    pub(crate) fn add(&mut self, level: &Graph) {
+        self.held += level.adjncy.len();
+    }
+}
+
 /// How far the k-way hierarchy coarsens: METIS's rule, n / (20 log2 k)
 /// vertices but at least 30 k (the initial partitioning, a multilevel
 /// recursive bisection, coarsens further).
@@ -100,9 +135,12 @@ fn coarsen_all(g: &Graph, k: usize, rng: &mut Stream, class: Option<Vec<u64>>) -
     let mut levels: Vec<Level> = Vec::new();
     let mut cur_part: Option<Vec<u64>> = class;
     let mut power_law = false;
+    let mut budget = Budget::of(g, 2);
     loop {
         let cur = levels.last().map_or(g, |l| &l.graph);
-        if cur.n() <= coarsen_to {
+        let finer =
+            levels.len().checked_sub(2).map_or(Some(g).filter(|_| !levels.is_empty()), |i| Some(&levels[i].graph));
+        if cur.n() <= coarsen_to || !budget.allows(cur, finer) {
             break;
         }
         let step = coarsen_step(cur, rng, &maxw, cur_part.as_deref(), levels.is_empty(), &mut power_law);
@@ -111,6 +149,7 @@ fn coarsen_all(g: &Graph, k: usize, rng: &mut Stream, class: Option<Vec<u64>>) -
         if let Some(p) = cur_part.as_mut() {
             *p = restrict(&cmap, cn, p);
         }
+        budget.add(&graph);
         levels.push(Level { graph, cmap });
     }
     levels
@@ -613,4 +652,46 @@ pub fn coarsen_map(
 ) -> Option<(Vec<u32>, usize)> {
     assert!(g.ncon == 1, "coarsen_map: one vertex weight");
     coarsen_step(g, rng, &[maxw], None, first, clustering)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entries(levels: &[Level]) -> usize {
+        levels.iter().map(|l| l.graph.adjncy.len()).sum()
+    }
+
+    #[test]
+    fn a_random_graphs_hierarchy_holds_at_most_twice_its_edges_and_a_meshs_coarsens_as_before() {
+        // G(n, m) with mean degree 10: its edges barely merge as it coarsens.
+        let n = 20_000;
+        let mut s = StreamKey::new(5).purpose("test").stream();
+        let edges: Vec<(u32, u32, i64)> = (0..5 * n)
+            .map(|_| (s.below(n as u64) as u32, s.below(n as u64) as u32, 1))
+            .filter(|e| e.0 != e.1)
+            .collect();
+        let g = Graph::from_edges(n, &edges).unwrap();
+        let mut rng = StreamKey::new(1).purpose("test.coarsen").stream();
+        let levels = coarsen_all(&g, 2, &mut rng, None);
+        assert!(!levels.is_empty());
+        assert!(entries(&levels) <= 2 * g.adjncy.len(), "{} > 2 × {}", entries(&levels), g.adjncy.len());
+        // A 2-D grid: coarsened down to the k-way target, as without a budget.
+        let side = 150u32;
+        let mut grid = Vec::new();
+        for y in 0..side {
+            for x in 0..side {
+                if x + 1 < side {
+                    grid.push((y * side + x, y * side + x + 1, 1));
+                }
+                if y + 1 < side {
+                    grid.push((y * side + x, (y + 1) * side + x, 1));
+                }
+            }
+        }
+        let mesh = Graph::from_edges((side * side) as usize, &grid).unwrap();
+        let levels = coarsen_all(&mesh, 2, &mut rng, None);
+        let last = levels.last().expect("a level").graph.n();
+        assert!(last <= coarsen_target(mesh.n(), 2), "the mesh stopped at {last} vertices");
+    }
 }

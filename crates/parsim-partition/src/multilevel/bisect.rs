@@ -298,15 +298,19 @@ fn ml_bisect_once(g: &Graph, frac: f64, eps: f64, tries: usize, rng: &mut Stream
         total.iter().map(|&t| ((1.5 * t as f64 / BISECT_COARSEST as f64).ceil() as i64).max(1)).collect();
     let mut levels: Vec<(Graph, Vec<u32>)> = Vec::new();
     let mut power_law = false;
+    let mut budget = super::Budget::of(g, 1);
     loop {
         let cur = levels.last().map_or(g, |l| &l.0);
-        if cur.n() <= BISECT_COARSEST {
+        let finer = levels.len().checked_sub(2).map_or(Some(g).filter(|_| !levels.is_empty()), |i| Some(&levels[i].0));
+        if cur.n() <= BISECT_COARSEST || !budget.allows(cur, finer) {
             break;
         }
         let Some((cmap, cn)) = super::coarsen_step(cur, rng, &maxw, None, levels.is_empty(), &mut power_law) else {
             break;
         };
-        levels.push((super::coarsen::contract(cur, &cmap, cn), cmap));
+        let coarse = super::coarsen::contract(cur, &cmap, cn);
+        budget.add(&coarse);
+        levels.push((coarse, cmap));
     }
     let mut side = bisect(levels.last().map_or(g, |l| &l.0), frac, eps, tries, rng);
     for i in (0..levels.len()).rev() {
