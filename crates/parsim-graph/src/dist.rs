@@ -137,6 +137,26 @@ impl GhostTable {
         (u64::from(v).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize
     }
 
+    /// [`find`](Self::find) for each of `vs` (`u32::MAX` for none), in two
+    /// passes whose loads do not wait for each other: every slot first,
+    /// then every id those slots name (a lookup one at a time waits for two
+    /// cache misses in a row).
+    fn find_many(&self, ids: &[u32], vs: &[u32], out: &mut Vec<u32>) {
+        out.clear();
+        if self.slots.is_empty() {
+            out.resize(vs.len(), u32::MAX);
+            return;
+        }
+        out.extend(vs.iter().map(|&v| self.slots[self.hash(v)]));
+        for (o, &v) in out.iter_mut().zip(vs) {
+            *o = match *o {
+                0 => u32::MAX,
+                s if ids[s as usize - 1] == v => s - 1,
+                _ => self.find(ids, v).map_or(u32::MAX, |j| j as u32),
+            };
+        }
+    }
+
     /// The ghost number of global id `v`, if `v` is a ghost (`ids`: the ghosts' ids).
     #[inline]
     fn find(&self, ids: &[u32], v: u32) -> Option<usize> {

@@ -172,7 +172,19 @@ impl DistGraph {
                 l_[at] = l;
             }
         };
+        // The ghost numbers of a block of rows are looked up together, so
+        // that the lookups' cache misses overlap.
+        let (mut block_end, mut next) = (0usize, 0usize);
+        let (mut vs, mut found): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
         for i in 0..n_owned {
+            if i == block_end {
+                block_end = (i + 4096).min(n_owned);
+                vs.clear();
+                let block = &adj[xadj[i] as usize..xadj[block_end] as usize];
+                vs.extend(block.iter().copied().filter(|&u| owned.local(u).is_none()));
+                ghost_table.find_many(&ghost_ids, &vs, &mut found);
+                next = 0;
+            }
             let r = xadj[i] as usize..xadj[i + 1] as usize;
             tmp.clear();
             let mut at = r.start;
@@ -186,8 +198,10 @@ impl DistGraph {
                         at += 1;
                     }
                     None => {
-                        let j = ghost_table.find(&ghost_ids, u).expect("a ghost");
-                        tmp.push(((n_owned + j) as u32, w, l));
+                        let j = found[next];
+                        debug_assert!(j != u32::MAX && ghost_ids[j as usize] == u, "a ghost");
+                        next += 1;
+                        tmp.push((n_owned as u32 + j, w, l));
                     }
                 }
             }
