@@ -4,7 +4,10 @@
 //! at 1 and 2 ranks, each ratio against the 1-rank run measured in the same
 //! invocation. Under MPI (`mpirun -n R parsim bench epidemic --backend mpi`)
 //! it measures the world's ranks against a 1-rank threads run in rank 0's
-//! process.
+//! process. On threads it then runs a plain sequential program with
+//! parsim's own draws (`bench/epidemic_ref.rs`) against parsim
+//! on one rank, as alternating child processes: construction (wall and
+//! CPU), the 180 days and peak RSS, and both must end with the same digest.
 
 use super::epidemic_ref as plain;
 use super::median;
