@@ -84,36 +84,38 @@ pub(crate) fn coarsen_step(
 
 /// What a hierarchy's coarse levels may hold, as adjacency entries, before
 /// it stops coarsening a graph whose edges no longer merge.
+///
+/// A step halves the vertices, but on a random graph it removes only the
+/// matched edges (about one in 2·degree), so every level would hold a
+/// near-full copy of the edges. A hierarchy stops when its next level would
+/// pass the limit while the last step removed under a fifth of the entries;
+/// meshes and other graphs whose edges merge as they coarsen stay within
+/// the limit and coarsen as before.
 #[derive(Clone, Copy)]
 pub(crate) struct Budget {
     /// `factor` × the input's entries.
     limit: usize,
     /// Entries held by the coarse levels so far.
     held: usize,
+    /// Whether the last step removed under a fifth of its graph's entries.
+    stalled: bool,
 }
 
 impl Budget {
     /// A budget of `factor` times `input`'s adjacency entries.
     pub(crate) fn of(input: &Graph, factor: usize) -> Budget {
-        Budget { limit: factor * input.adjncy.len(), held: 0 }
+        Budget { limit: factor * input.adjncy.len(), held: 0, stalled: false }
     }
 
-    /// Whether to coarsen `cur` (made from `finer`) once more. A step
-    /// halves the vertices, but on a random graph it removes only the
-    /// matched edges (about one in 2·degree), so a hierarchy down to a few
-    /// hundred vertices would hold one near-full copy of the edges per
-    /// level (ten of them for 10⁷ vertices of degree 10). It stops when the
-    /// next level would pass the limit while the last step removed under a
-    /// fifth of the entries; meshes and other graphs whose edges merge as
-    /// they coarsen stay within the limit and coarsen as before.
-    pub(crate) fn allows(&self, cur: &Graph, finer: Option<&Graph>) -> bool {
-        let stalled = finer.is_some_and(|f| cur.adjncy.len() as f64 > 0.8 * f.adjncy.len() as f64);
-        !(stalled && self.held + cur.adjncy.len() > self.limit)
+    /// Whether to coarsen `cur`, the coarsest level so far, once more.
+    pub(crate) fn allows(&self, cur: &Graph) -> bool {
+        !(self.stalled && self.held + cur.adjncy.len() > self.limit)
     }
 
-    /// Counts a new level.
-    pub(crate) fn add(&mut self, level: &Graph) {
-        self.held += level.adjncy.len();
+    /// Counts a new level `coarse`, made from `finer`.
+    pub(crate) fn add(&mut self, coarse: &Graph, finer: &Graph) {
+        self.held += coarse.adjncy.len();
+        self.stalled = coarse.adjncy.len() as f64 > 0.8 * finer.adjncy.len() as f64;
     }
 }
 
@@ -138,9 +140,7 @@ fn coarsen_all(g: &Graph, k: usize, rng: &mut Stream, class: Option<Vec<u64>>) -
     let mut budget = Budget::of(g, 2);
     loop {
         let cur = levels.last().map_or(g, |l| &l.graph);
-        let finer =
-            levels.len().checked_sub(2).map_or(Some(g).filter(|_| !levels.is_empty()), |i| Some(&levels[i].graph));
-        if cur.n() <= coarsen_to || !budget.allows(cur, finer) {
+        if cur.n() <= coarsen_to || !budget.allows(cur) {
             break;
         }
         let step = coarsen_step(cur, rng, &maxw, cur_part.as_deref(), levels.is_empty(), &mut power_law);
@@ -149,7 +149,7 @@ fn coarsen_all(g: &Graph, k: usize, rng: &mut Stream, class: Option<Vec<u64>>) -
         if let Some(p) = cur_part.as_mut() {
             *p = restrict(&cmap, cn, p);
         }
-        budget.add(&graph);
+        budget.add(&graph, cur);
         levels.push(Level { graph, cmap });
     }
     levels

@@ -319,16 +319,13 @@ struct Ctx<'a> {
 impl<'a> Ctx<'a> {
     fn new(layers: &[Layer], cfg: &'a SeirConfig) -> Result<Ctx<'a>> {
         let iso = cfg.isolation.as_ref();
-        let open: Vec<u8> = (0..cfg.days).map(|d| cfg.open_layers(d, layers.len())).collect();
-        // No closure reaches day u32::MAX: every layer.
-        let all_layers = cfg.open_layers(u32::MAX, layers.len());
         let rules = Rules {
             key: [cfg.seed as u32, (cfg.seed >> 32) as u32],
             cfg,
             days: cfg.days,
-            always_open: open.iter().all(|&m| m == all_layers),
-            open,
-            all_layers,
+            open: (0..cfg.days).map(|d| cfg.open_layers(d, layers.len())).collect(),
+            // No closure reaches day u32::MAX: every layer.
+            all_layers: cfg.open_layers(u32::MAX, layers.len()),
             thr: layers.iter().map(|l| threshold(l.probability(cfg.beta))).collect(),
             thr_gamma: match cfg.variant {
                 Variant::Markov { gamma, .. } => threshold(gamma),

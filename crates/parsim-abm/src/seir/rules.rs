@@ -28,8 +28,6 @@ pub(super) struct Rules<'a> {
     /// Layers open on each day.
     pub(super) open: Vec<u8>,
     pub(super) all_layers: u8,
-    /// Every day opens every layer (no closures).
-    pub(super) always_open: bool,
     pub(super) thr: Vec<u64>,
     pub(super) thr_gamma: u64,
     pub(super) thr_detect: u64,
@@ -94,27 +92,7 @@ impl Rules<'_> {
     pub(super) fn first_success(&self, src: u32, dst: u32, l: u8, c: &Course, draws: &mut u64) -> Option<u32> {
         let mut block = [0u32; 4];
         let mut have = u32::MAX;
-        let end = c.exit.min(self.days);
-        if self.always_open && c.iso >= end {
-            // Every day of the course transmits on the same layers: no mask to test.
-            if self.all_layers >> l & 1 == 0 {
-                return None;
-            }
-            let thr = self.thr[l as usize];
-            for t in c.onset..end {
-                if t >> 2 != have {
-                    have = t >> 2;
-                    block = philox4x32_10([have, K_TRANSMIT, src, dst], self.key);
-                }
-                if u64::from(block[(t & 3) as usize]) < thr {
-                    *draws += u64::from(t - c.onset + 1);
-                    return Some(t);
-                }
-            }
-            *draws += u64::from(end.saturating_sub(c.onset));
-            return None;
-        }
-        for t in c.onset..end {
+        for t in c.onset..c.exit.min(self.days) {
             if self.mask_on(c, t) >> l & 1 == 0 {
                 continue;
             }

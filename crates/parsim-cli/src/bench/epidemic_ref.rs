@@ -19,7 +19,7 @@ use std::time::Instant;
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 
-use super::median;
+use super::{cpu_s, median, Who};
 use crate::models::epidemic::{AbmSetup, Source};
 use parsim_abm::population::{er_pair, er_pairs};
 use parsim_abm::{seir, SeirConfig, Variant};
@@ -200,17 +200,6 @@ pub fn run(g: &Graph, cfg: &SeirConfig) -> Result<Outcome> {
     Ok(Outcome { digest: d.finish(), loop_s, infected: inf_day.iter().filter(|&&x| x != NEVER).count() as u64 })
 }
 
-/// CPU seconds (user + system) of this process so far.
-fn cpu_s() -> f64 {
-    // SAFETY: getrusage only writes the struct it is given.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
-        return f64::NAN;
-    }
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
-    tv(ru.ru_utime) + tv(ru.ru_stime)
-}
-
 /// One measured run, as a child process reports it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Measured {
@@ -235,11 +224,11 @@ pub fn child(what: &str, setup: &AbmSetup, seed: u64) -> Result<()> {
     let Source::ErdosRenyi(c) = setup.source else { bail!("the reference builds Erdős–Rényi networks") };
     let graph_seed = setup.graph_seed.unwrap_or(seed);
     let cfg = SeirConfig { seed, ..setup.cfg.clone() };
-    let (c0, t0) = (cpu_s(), Instant::now());
+    let (c0, t0) = (cpu_s(Who::Me), Instant::now());
     let m = match what {
         "ref" => {
             let g = Graph::erdos_renyi(setup.agents, c, graph_seed)?;
-            let (build_s, build_cpu_s) = (t0.elapsed().as_secs_f64(), cpu_s() - c0);
+            let (build_s, build_cpu_s) = (t0.elapsed().as_secs_f64(), cpu_s(Who::Me) - c0);
             let out = run(&g, &cfg)?;
             let (loop_s, infected, digest) = (out.loop_s, out.infected, out.digest.to_string());
             Measured { build_s, build_cpu_s, loop_s, peak_rss: 0, infected, digest }
@@ -249,7 +238,7 @@ pub fn child(what: &str, setup: &AbmSetup, seed: u64) -> Result<()> {
                 let go = || -> Result<Measured> {
                     let local = setup.build_local(&comm, seed)?;
                     let layout = seir::Layout::new(&local.graph);
-                    let (build_s, build_cpu_s) = (t0.elapsed().as_secs_f64(), cpu_s() - c0);
+                    let (build_s, build_cpu_s) = (t0.elapsed().as_secs_f64(), cpu_s(Who::Me) - c0);
                     let t1 = Instant::now();
                     let res = seir::run_on(&comm, &local.layers, &layout, &cfg, None)?;
                     let loop_s = t1.elapsed().as_secs_f64();

@@ -53,16 +53,7 @@ pub struct Row {
 
 /// CPU seconds (user + system) of the children this process has waited for.
 fn children_cpu_s() -> f64 {
-    #[cfg(unix)]
-    {
-        // SAFETY: getrusage only writes the struct it is given.
-        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-        if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) } == 0 {
-            let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
-            return tv(ru.ru_utime) + tv(ru.ru_stime);
-        }
-    }
-    f64::NAN
+    super::cpu_s(super::Who::Children)
 }
 
 /// Runs `cmd` to its end `reps` times: median CPU seconds (its own, from

@@ -301,15 +301,14 @@ fn ml_bisect_once(g: &Graph, frac: f64, eps: f64, tries: usize, rng: &mut Stream
     let mut budget = super::Budget::of(g, 1);
     loop {
         let cur = levels.last().map_or(g, |l| &l.0);
-        let finer = levels.len().checked_sub(2).map_or(Some(g).filter(|_| !levels.is_empty()), |i| Some(&levels[i].0));
-        if cur.n() <= BISECT_COARSEST || !budget.allows(cur, finer) {
+        if cur.n() <= BISECT_COARSEST || !budget.allows(cur) {
             break;
         }
         let Some((cmap, cn)) = super::coarsen_step(cur, rng, &maxw, None, levels.is_empty(), &mut power_law) else {
             break;
         };
         let coarse = super::coarsen::contract(cur, &cmap, cn);
-        budget.add(&coarse);
+        budget.add(&coarse, cur);
         levels.push((coarse, cmap));
     }
     let mut side = bisect(levels.last().map_or(g, |l| &l.0), frac, eps, tries, rng);
