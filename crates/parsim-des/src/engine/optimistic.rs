@@ -35,7 +35,7 @@ use crate::queue::{Pending, PendingSet};
 use crate::stats::DesStats;
 use crate::{DesConfig, ProgressFn};
 use gvt::{Mattern, Token};
-use history::{History, Saving};
+use history::{Log, Saving};
 
 const EVENTS: u64 = 1;
 const TOKEN: u64 = 2;
@@ -76,7 +76,7 @@ pub(crate) fn run<C: Comm, M: Model>(
     let mut stats = std::mem::take(&mut tw.stats);
     stats.committed = tw.commits.count;
     stats.total_s = t0.elapsed().as_secs_f64();
-    let lps = tw.lps.into_iter().map(|h| h.lp).collect();
+    let lps = tw.lps;
     finish(comm, stats, &tw.commits, &map, lps)
 }
 
@@ -103,12 +103,9 @@ struct TimeWarp<'a, C: Comm, M: Model> {
     map: &'a LpMap,
     lim: Limits,
     saving: Saving,
-    lps: Vec<History<M::State, M::Payload>>,
-    /// The local LPs with executed events not yet freed, and a flag per LP
-    /// saying it is in that list: fossil collection visits only these, so a
-    /// GVT round costs what was executed since, not the number of LPs.
-    dirty: Vec<u32>,
-    is_dirty: Vec<bool>,
+    lps: Vec<super::Lp<M::State>>,
+    /// Every executed event not yet freed, in execution order.
+    log: Log<M::State, M::Payload>,
     pending: Pending<M::Payload>,
     /// Pending events cancelled by anti-messages, removed when they reach the top.
     cancelled: KeyMap,
@@ -173,8 +170,7 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
             lim,
             saving,
             lps: Vec::new(),
-            dirty: Vec::new(),
-            is_dirty: vec![false; map.mine.len()],
+            log: Log::new(map.mine.len()),
             pending: Pending::default(),
             cancelled: KeyMap::default(),
             cancelled_min: Order::MAX,
@@ -203,18 +199,7 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
             scratch: Vec::new(),
         };
         if let Some(r) = restored {
-            tw.lps = r
-                .lps
-                .into_iter()
-                .zip(&map.mine)
-                .map(|(lp, &id)| {
-                    // Every event the LP has handled is committed.
-                    let n = lp.count;
-                    let mut h = History::new(lp, id);
-                    (h.base, h.committed) = (n, n);
-                    h
-                })
-                .collect();
+            tw.lps = r.lps;
             for ev in r.pending {
                 tw.pending.push(ev);
             }
@@ -227,7 +212,7 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
         }
         let mut out = Vec::new();
         let lps = init_lps(model, map, cfg.seed, lim, &mut out)?;
-        tw.lps = lps.into_iter().zip(&map.mine).map(|(lp, &id)| History::new(lp, id)).collect();
+        tw.lps = lps;
         for ev in out {
             tw.route(ev)?;
         }
@@ -287,7 +272,7 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
     /// A positive event for a local LP: roll the LP back if it is a straggler.
     fn deliver(&mut self, ev: Event<M::Payload>) -> Result<()> {
         let x = self.map.local[ev.dest as usize] as usize;
-        if self.lps[x].last().is_some_and(|l| l > ev.order()) {
+        if self.log.after(x, ev.order(), false) {
             self.stats.rollbacks_primary += 1;
             self.rollback(x, ev.order(), None)?;
         }
@@ -299,16 +284,16 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
     fn annihilate(&mut self, anti: Event<M::Payload>) -> Result<()> {
         let x = self.map.local[anti.dest as usize] as usize;
         let o = anti.order();
-        let executed = self.lps[x].done.iter().rev().take_while(|d| d.ev.order() >= o).any(|d| d.ev.order() == o);
+        let executed = self.log.executed(x, o);
         if executed {
             self.stats.rollbacks_secondary += 1;
             self.rollback(x, o, Some(o))?;
         } else {
             *self.cancelled.entry(event_key(&anti)).or_insert(0) += 1;
             self.cancelled_min = self.cancelled_min.min(o);
-            if !self.lps[x].held.is_empty() {
+            if !self.log.held.is_empty() {
                 let mut antis = std::mem::take(&mut self.antis);
-                self.lps[x].release_held(o, &mut antis);
+                self.log.release_held(x, o, &mut antis);
                 let r = self.send_antis(&mut antis);
                 self.antis = antis;
                 r?;
@@ -336,7 +321,10 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
     fn rollback(&mut self, x: usize, to: Order, drop: Option<Order>) -> Result<()> {
         let mut reinsert = std::mem::take(&mut self.reinsert);
         let mut antis = std::mem::take(&mut self.antis);
-        let (undone, coasted) = self.lps[x].rollback(
+        let (undone, coasted) = self.log.rollback(
+            &mut self.lps[x],
+            x,
+            self.map.mine[x],
             self.model,
             to,
             drop,
@@ -361,30 +349,28 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
         result
     }
 
-    /// The earliest pending event that has not been cancelled.
-    fn peek_live(&mut self) -> Option<Event<M::Payload>> {
+    /// Takes the earliest pending event that has not been cancelled.
+    fn pop_live(&mut self) -> Option<Event<M::Payload>> {
         loop {
-            let ev = self.pending.peek()?.clone();
+            let ev = self.pending.pop()?;
             if ev.order() < self.cancelled_min {
                 return Some(ev);
             }
             let k = event_key(&ev);
-            match self.cancelled.get_mut(&k) {
-                None => return Some(ev),
-                Some(n) => {
-                    *n -= 1;
-                    if *n == 0 {
-                        self.cancelled.remove(&k);
-                        self.cancelled_min = self.cancelled.keys().next().map_or(Order::MAX, |k| k.0);
-                    }
-                    self.pending.pop();
-                }
+            let Some(n) = self.cancelled.get_mut(&k) else { return Some(ev) };
+            *n -= 1;
+            if *n == 0 {
+                self.cancelled.remove(&k);
+                self.cancelled_min = self.cancelled.keys().next().map_or(Order::MAX, |k| k.0);
             }
         }
     }
 
     fn lvt(&mut self) -> Order {
-        self.peek_live().map_or(Order::MAX, |e| e.order())
+        let Some(ev) = self.pop_live() else { return Order::MAX };
+        let o = ev.order();
+        self.pending.push(ev);
+        o
     }
 
     /// Executes up to `n` events; returns how many.
@@ -393,9 +379,11 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
         let horizon = if window.is_finite() { time_key(self.gvt.gvt.time_f64() + window) } else { u64::MAX };
         let mut done = 0;
         while done < n {
-            let Some(ev) = self.peek_live() else { break };
+            // Popped at once (one queue operation per event); put back if it must wait.
+            let Some(ev) = self.pop_live() else { break };
             let o = ev.order();
             if o.time >= horizon && o != self.gvt.gvt {
+                self.pending.push(ev);
                 break;
             }
             if self.uncommitted >= self.cfg.memory_limit && o != self.gvt.gvt {
@@ -410,17 +398,14 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
                         self.send_control(0, vec![GVT_REQUEST])?;
                     }
                 }
+                self.pending.push(ev);
                 break;
             }
-            self.pending.pop();
             let x = self.map.local[ev.dest as usize] as usize;
             let mut out = std::mem::take(&mut self.out);
             let mut antis = std::mem::take(&mut self.antis);
-            let (reused, error) = self.lps[x].process(self.model, ev, self.saving, self.lim, &mut out, &mut antis);
-            if !self.is_dirty[x] {
-                self.is_dirty[x] = true;
-                self.dirty.push(x as u32);
-            }
+            let (reused, error) =
+                self.log.process(&mut self.lps[x], x, self.model, ev, self.saving, self.lim, &mut out, &mut antis);
             self.stats.processed += 1;
             self.uncommitted += 1;
             self.stats.lazy_reused += reused;
@@ -453,10 +438,8 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
     /// of events, before fossil collection frees anything, so the figure is
     /// the high point, not what is left after a GVT round.
     fn note_memory(&mut self) {
-        let bytes = self.uncommitted
-            * (std::mem::size_of::<Event<M::Payload>>() * 2
-                + 24
-                + std::mem::size_of::<M::State>() / self.saving.every.max(1) as usize) as u64
+        let state = std::mem::size_of::<M::State>() / self.saving.every.max(1) as usize;
+        let bytes = self.log.len() as u64 * (Log::<M::State, M::Payload>::entry_bytes() + state) as u64
             + self.pending.len() as u64 * std::mem::size_of::<Event<M::Payload>>() as u64;
         self.stats.peak_memory_bytes = self.stats.peak_memory_bytes.max(bytes);
     }
@@ -563,20 +546,11 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
         let wants = self.model.wants_commits();
         self.note_memory();
         let (commits, buf) = (&mut self.commits, &mut self.commit_buf);
-        let (lps, is_dirty, saving) = (&mut self.lps, &mut self.is_dirty, self.saving);
-        let mut n = 0;
-        self.dirty.retain(|&x| {
-            let h = &mut lps[x as usize];
-            debug_assert!(h.held.iter().all(|x| x.by >= g), "LP {} holds a message from below GVT {g:?}", h.id);
-            n += h.fossil(g, saving, |ev| {
-                commits.add(ev);
-                if wants {
-                    buf.push(ev.clone());
-                }
-            });
-            let keep = !h.done.is_empty();
-            is_dirty[x as usize] = keep;
-            keep
+        let n = self.log.fossil(g, self.model, self.saving, self.lim, &self.lps, &mut self.scratch, |ev| {
+            commits.add(ev);
+            if wants {
+                buf.push(ev.clone());
+            }
         });
         self.uncommitted -= n;
         if wants {
@@ -587,9 +561,8 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
         }
         if g == Order::MAX {
             self.finished = true;
-            debug_assert!(self.lps.iter().all(|h| h.held.is_empty()), "held messages at the end");
-            // Every executed event was reached through the fossil list and freed.
-            debug_assert!(self.lps.iter().all(|h| h.done.is_empty()), "an LP missed by fossil collection");
+            debug_assert!(self.log.held.is_empty(), "held messages at the end");
+            debug_assert!(self.log.all_committed(), "an executed event left uncommitted");
             debug_assert!(self.cancelled.is_empty(), "cancellations without their event at the end");
         }
         Ok(())
@@ -659,23 +632,22 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
         }
         let g = self.gvt.gvt;
         for x in 0..self.lps.len() {
-            if self.lps[x].last().is_some_and(|l| l >= g) {
+            if self.log.after(x, g, true) {
                 self.rollback(x, g, None)?;
             }
         }
         // Under lazy cancellation, messages held back by undone events are
         // cancelled now: nothing will re-execute them before the checkpoint.
         let mut antis = std::mem::take(&mut self.antis);
-        for h in &mut self.lps {
-            antis.extend(h.held.drain(..).map(|x| x.ev));
+        for (_, held) in std::mem::take(&mut self.log.held) {
+            antis.extend(held.into_iter().map(|x| x.ev));
         }
         let r = self.send_antis(&mut antis);
         self.antis = antis;
         r?;
         self.drain()?;
         let mut live = Vec::new();
-        while let Some(ev) = self.peek_live() {
-            self.pending.pop();
+        while let Some(ev) = self.pop_live() {
             live.push(ev);
         }
         for ev in &live {
@@ -685,7 +657,7 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
             boundary: self.stats.gvt_rounds,
             time: g.time_f64(),
             gvt: (g.time, g.src, g.seq),
-            lps: resume::records(self.lps.iter().map(|h| (&h.lp, h.id))),
+            lps: resume::records(self.lps.iter().zip(self.map.mine.iter().copied())),
             pending: live.iter().map(resume::wire).collect(),
             commits: &self.commits,
             clocks: Vec::new(),
