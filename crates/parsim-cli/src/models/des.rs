@@ -124,9 +124,11 @@ impl DesSetup {
     /// Bytes the model needs in all, and the key that sizes it: LPs ×
     /// (state, queue entries and engine bookkeeping per LP) plus the events
     /// in flight. Measured per LP (PHOLD std, 4·10⁶ LPs): about 115 bytes
-    /// sequential and 340 under Time Warp, whose processed-but-uncommitted
-    /// events (up to `memory_limit` per rank, ~96 bytes each with their saved
-    /// state) come on top; an event in a queue takes about 48 bytes.
+    /// sequential, and 16 more under Time Warp (the end of the LP's history
+    /// in the rank's log; both engines peaked at 0.79 GB there), whose
+    /// processed-but-uncommitted events (up to `memory_limit` per rank,
+    /// ~104 bytes each in the log with what they sent, plus the saved state)
+    /// come on top; an event in a queue takes about 48 bytes.
     pub fn memory_need(&self, ranks: usize) -> (f64, &'static str, String) {
         let (lps, events, key) = match &self.model {
             DesModel::Phold(p) => (f64::from(p.lps), f64::from(p.lps) * f64::from(p.start_events), "lps"),
@@ -136,10 +138,10 @@ impl DesSetup {
             }
         };
         let (per_lp, history) = match self.cfg.engine {
-            Engine::Optimistic => (340.0, 96.0 * self.cfg.memory_limit as f64 * ranks as f64),
+            Engine::Optimistic => (131.0, 104.0 * self.cfg.memory_limit as f64 * ranks as f64),
             _ => (115.0, 0.0),
         };
-        let need = lps * per_lp + events * 48.0 + history.min(events * 96.0 * 4.0);
+        let need = lps * per_lp + events * 48.0 + history.min(events * 104.0 * 4.0);
         let what = format!("{lps} LPs and {events} events on the {} engine", self.cfg.engine.name());
         (need, key, what)
     }

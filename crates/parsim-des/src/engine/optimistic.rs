@@ -353,7 +353,7 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
     fn pop_live(&mut self) -> Option<Event<M::Payload>> {
         loop {
             let ev = self.pending.pop()?;
-            if ev.order() < self.cancelled_min {
+            if self.cancelled.is_empty() || ev.order() < self.cancelled_min {
                 return Some(ev);
             }
             let k = event_key(&ev);
@@ -375,6 +375,26 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
 
     /// Executes up to `n` events; returns how many.
     fn process(&mut self, n: u32) -> Result<u32> {
+        // The scratch vectors are taken once per batch (a rollback meanwhile
+        // uses fresh ones).
+        let (mut out, mut antis) = (std::mem::take(&mut self.out), std::mem::take(&mut self.antis));
+        let done = self.process_with(n, &mut out, &mut antis);
+        (self.out, self.antis) = (out, antis);
+        let done = done?;
+        self.stats.peak_uncommitted = self.stats.peak_uncommitted.max(self.uncommitted);
+        self.stats.peak_pending = self.stats.peak_pending.max(self.pending.len() as u64);
+        self.note_memory();
+        Ok(done)
+    }
+
+    fn process_with(
+        &mut self,
+        n: u32,
+        out: &mut Vec<Event<M::Payload>>,
+        antis: &mut Vec<Event<M::Payload>>,
+    ) -> Result<u32> {
+        out.clear();
+        antis.clear();
         let window = self.cfg.window_for(self.model.lookahead());
         let horizon = if window.is_finite() { time_key(self.gvt.gvt.time_f64() + window) } else { u64::MAX };
         let mut done = 0;
@@ -402,10 +422,8 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
                 break;
             }
             let x = self.map.local[ev.dest as usize] as usize;
-            let mut out = std::mem::take(&mut self.out);
-            let mut antis = std::mem::take(&mut self.antis);
             let (reused, error) =
-                self.log.process(&mut self.lps[x], x, self.model, ev, self.saving, self.lim, &mut out, &mut antis);
+                self.log.process(&mut self.lps[x], x, self.model, ev, self.saving, self.lim, out, antis);
             self.stats.processed += 1;
             self.uncommitted += 1;
             self.stats.lazy_reused += reused;
@@ -413,23 +431,14 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
                 // Speculative until committed: a rollback may undo the event.
                 self.errors.push((x, o, e));
             }
-            let mut result = Ok(());
             if !antis.is_empty() {
-                result = self.send_antis(&mut antis);
+                self.send_antis(antis)?;
             }
             for e in out.drain(..) {
-                if result.is_ok() {
-                    result = self.route(e);
-                }
+                self.route(e)?;
             }
-            self.out = out;
-            self.antis = antis;
-            result?;
             done += 1;
         }
-        self.stats.peak_uncommitted = self.stats.peak_uncommitted.max(self.uncommitted);
-        self.stats.peak_pending = self.stats.peak_pending.max(self.pending.len() as u64);
-        self.note_memory();
         Ok(done)
     }
 
