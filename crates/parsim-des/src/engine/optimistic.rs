@@ -5,7 +5,8 @@
 //! with an anti-message (aggressive cancellation), which may roll back
 //! further LPs. GVT ([`gvt`], Mattern's algorithm, or a synchronous variant)
 //! bounds how far back a rollback can reach: events before it are committed
-//! (digest, `on_commit` in order) and their history freed. A limit on
+//! (digest, `on_commit` in order) and their history freed. A rank keeps
+//! what it executed in one log, in execution order (`history.rs`). A limit on
 //! uncommitted events throttles a rank that runs too far ahead: it then only
 //! executes the event at GVT — which nothing can roll back — until GVT
 //! catches up, so memory stays bounded and the run still progresses.
