@@ -32,6 +32,9 @@ impl<P> Default for Calendar<P> {
     }
 }
 
+/// Below this many events a new year keeps the last year's bucket width.
+const FEW_EVENTS: usize = 32;
+
 #[inline]
 fn sort_desc<P>(v: &mut [Event<P>]) {
     v.sort_unstable_by_key(|e| std::cmp::Reverse(e.order()));
@@ -91,13 +94,18 @@ impl<P: Clone> Calendar<P> {
         sample.sort_unstable_by(f64::total_cmp);
         let q = sample[(sample.len() * 3) / 4];
         let buckets = n.next_power_of_two().clamp(16, 1 << 22);
-        // About two events per bucket in the bulk.
-        let mut width = 2.0 * (q - lo) / (0.75 * n as f64);
-        if !(width > 0.0 && width.is_finite()) {
+        // About two events per bucket in the bulk. A handful of events says
+        // nothing about the spacing (one event gives none at all, and a
+        // year as wide as all time would put every later event in one
+        // sorted bucket): then the last year's width is kept.
+        let usable = |w: f64| w > 0.0 && w.is_finite() && w < f64::MAX / 8.0;
+        let mut width = if n >= FEW_EVENTS { 2.0 * (q - lo) / (0.75 * n as f64) } else { f64::NAN };
+        if !usable(width) && n >= FEW_EVENTS {
             width = (hi - lo) / buckets as f64;
         }
-        if !(width > 0.0 && width.is_finite()) {
-            width = f64::MAX / 4.0; // all times equal: one bucket
+        if !usable(width) {
+            // All times equal, or too few events: the last width, or one bucket.
+            width = if usable(self.width) { self.width } else { f64::MAX / 4.0 };
         }
         self.base = lo;
         self.width = width;
@@ -177,5 +185,36 @@ impl<P: Clone> PendingSet<P> for Calendar<P> {
     #[inline]
     fn len(&self) -> usize {
         self.len
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(time: f64, seq: u64) -> Event<()> {
+        Event { time, dest: 0, src: 0, seq, payload: () }
+    }
+
+    /// A year begun from a single event keeps a usable width: all later
+    /// events do not land in one sorted bucket (which made every push a
+    /// shift of the whole queue).
+    #[test]
+    fn a_year_from_one_event_keeps_its_width() {
+        let mut c = Calendar::default();
+        c.push(ev(5.0, 0));
+        assert_eq!(c.pop().map(|e| e.seq), Some(0));
+        for i in 0..4000u64 {
+            c.push(ev(5.0 + 0.25 * (i as f64 + 1.0), i + 1));
+        }
+        assert!(c.width < 1e6, "width {}", c.width);
+        let mut last = 0.0;
+        for _ in 0..4000 {
+            let e = c.pop().expect("event");
+            assert!(e.time >= last);
+            last = e.time;
+            assert!(c.buckets.get(c.cur).map_or(0, Vec::len) < 64, "a current bucket of {}", c.buckets[c.cur].len());
+        }
+        assert!(c.pop().is_none());
     }
 }
