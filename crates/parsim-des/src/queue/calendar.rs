@@ -4,9 +4,12 @@
 //! the next event is popped from the end), when the queue reaches it. At the
 //! end of the year the overflow is spread over a new year whose bucket width
 //! comes from the spacing of the waiting events, so a bucket holds a few
-//! events whatever the time scale. Push and pop are O(1) amortised for the
+//! events whatever the time scale (a year begun from a handful of events
+//! keeps the last year's width). Push and pop are O(1) amortised for the
 //! smooth timestamp distributions of PHOLD-like models; with massive ties a
-//! bucket degenerates to one sorted run (O(log n) per event, like a heap).
+//! bucket degenerates to one sorted run, where a push into the current
+//! bucket is a binary search and a shift of the events after it (O(n) in
+//! the worst case, unlike a heap's O(log n)).
 
 use crate::model::Event;
 use crate::queue::PendingSet;
