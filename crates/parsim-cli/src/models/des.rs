@@ -125,7 +125,7 @@ impl DesSetup {
     /// (state, queue entries and engine bookkeeping per LP) plus the events
     /// in flight. Measured per LP (PHOLD std, 4·10⁶ LPs): about 115 bytes
     /// sequential, and 16 more under Time Warp (the end of the LP's history
-    /// in the rank's log; both engines peaked at 0.79 GB there), whose
+    /// in the rank's log; both engines peaked at 0.78–0.80 GB there), whose
     /// processed-but-uncommitted events (up to `memory_limit` per rank,
     /// ~104 bytes each in the log with what they sent, plus the saved state)
     /// come on top; an event in a queue takes about 48 bytes.
