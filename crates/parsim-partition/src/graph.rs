@@ -175,11 +175,13 @@ impl Graph {
                 "the edge weights sum to {total}, more than {MAX_TOTAL_WEIGHT} (2^53, the largest total parsim sums exactly): scale the weights down"
             ));
         }
-        // Sorted copies of the rows, for duplicate and symmetry checks.
-        let mut rows: Vec<(u32, i64)> = Vec::with_capacity(self.adjncy.len());
+        // Ids, self-loops and weights, and whether every row is already
+        // strictly increasing (METIS files usually are): then the rows are
+        // their own sorted copies and have no duplicates.
+        let mut sorted = true;
         for v in 0..n {
-            let at = rows.len();
-            for (&u, &w) in self.neighbours(v).iter().zip(self.edge_weights(v)) {
+            let row = self.neighbours(v);
+            for (&u, &w) in row.iter().zip(self.edge_weights(v)) {
                 if u as usize >= n {
                     return Err(format!("vertex {} has neighbour {} outside 1..={n}", v + 1, u as u64 + 1));
                 }
@@ -189,19 +191,69 @@ impl Graph {
                 if w <= 0 {
                     return Err(format!("edge {}-{} has weight {w} (must be > 0)", v + 1, u + 1));
                 }
-                rows.push((u, w));
             }
-            let row = &mut rows[at..];
-            row.sort_unstable();
-            if let Some(d) = row.windows(2).find(|p| p[0].0 == p[1].0) {
-                return Err(format!("duplicate edge {}-{}", v + 1, d[0].0 + 1));
+            sorted &= row.windows(2).all(|p| p[0] < p[1]);
+        }
+        let copy: Option<Vec<(u32, i64)>> = (!sorted).then(|| {
+            let mut rows: Vec<(u32, i64)> = self.adjncy.iter().copied().zip(self.adjwgt.iter().copied()).collect();
+            for v in 0..n {
+                rows[self.xadj[v] as usize..self.xadj[v + 1] as usize].sort_unstable();
+            }
+            rows
+        });
+        let entry = |i: usize| copy.as_ref().map_or((self.adjncy[i], self.adjwgt[i]), |c| c[i]);
+        let span = |v: usize| self.xadj[v] as usize..self.xadj[v + 1] as usize;
+        if copy.is_some() {
+            for v in 0..n {
+                if let Some(i) = span(v).skip(1).find(|&i| entry(i - 1).0 == entry(i).0) {
+                    return Err(format!("duplicate edge {}-{}", v + 1, entry(i).0 + 1));
+                }
             }
         }
-        let row = |v: usize| &rows[self.xadj[v] as usize..self.xadj[v + 1] as usize];
+        // Symmetry in one pass: sources are visited in increasing order, so
+        // the entries below u of u's sorted row are met in their own order;
+        // `next[u]` is the first of them not yet matched. Any mismatch, or an
+        // entry left unmatched, is a defect, which the search below names.
+        let mut next: Vec<u64> = self.xadj[..n].to_vec();
+        let mut symmetric = true;
+        'rows: for v in 0..n {
+            for i in span(v) {
+                let (u, w) = entry(i);
+                if u as usize > v {
+                    let j = next[u as usize];
+                    if j < self.xadj[u as usize + 1] && entry(j as usize) == (v as u32, w) {
+                        next[u as usize] += 1;
+                    } else {
+                        symmetric = false;
+                        break 'rows;
+                    }
+                }
+            }
+        }
+        symmetric = symmetric
+            && (0..n)
+                .all(|u| span(u).take_while(|&i| (entry(i).0 as usize) < u).count() as u64 == next[u] - self.xadj[u]);
+        if symmetric {
+            return Ok(());
+        }
+        let find = |u: usize, v: u32| -> Option<i64> {
+            let r = span(u);
+            let (mut lo, mut hi) = (r.start, r.end);
+            while lo < hi {
+                let mid = (lo + hi) / 2;
+                match entry(mid).0.cmp(&v) {
+                    std::cmp::Ordering::Less => lo = mid + 1,
+                    std::cmp::Ordering::Greater => hi = mid,
+                    std::cmp::Ordering::Equal => return Some(entry(mid).1),
+                }
+            }
+            None
+        };
         for v in 0..n {
-            for &(u, w) in row(v) {
-                match row(u as usize).binary_search_by_key(&(v as u32), |e| e.0) {
-                    Err(_) => {
+            for i in span(v) {
+                let (u, w) = entry(i);
+                match find(u as usize, v as u32) {
+                    None => {
                         return Err(format!(
                             "edge {}-{} has no reverse edge {}-{} (the adjacency is not symmetric)",
                             v + 1,
@@ -210,15 +262,8 @@ impl Graph {
                             v + 1
                         ))
                     }
-                    Ok(i) if row(u as usize)[i].1 != w => {
-                        return Err(format!(
-                            "edge {}-{} has weight {w} but {}-{} has {}",
-                            v + 1,
-                            u + 1,
-                            u + 1,
-                            v + 1,
-                            row(u as usize)[i].1
-                        ))
+                    Some(x) if x != w => {
+                        return Err(format!("edge {}-{} has weight {w} but {}-{} has {x}", v + 1, u + 1, u + 1, v + 1))
                     }
                     _ => {}
                 }

@@ -18,6 +18,50 @@ fn int(tok: &str, file: &str, line: usize, what: &str) -> Result<i64> {
     tok.parse::<i64>().map_err(|_| parse_err(file, line, format!("{what} {}", super::describe_bad_int(tok))))
 }
 
+/// Parses a line of plain ASCII digits and blanks into `out`; false (and
+/// `out` unusable) when the line holds anything else (a sign, a letter, a
+/// non-ASCII byte, a number of 19 digits or more), which the general path
+/// then reads and reports.
+fn plain_ints(line: &[u8], out: &mut Vec<i64>) -> bool {
+    out.clear();
+    let mut i = 0;
+    while i < line.len() {
+        let b = line[i];
+        if matches!(b, b' ' | b'\t' | b'\r' | 0x0b | 0x0c) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        let mut x: i64 = 0;
+        while i < line.len() && line[i].is_ascii_digit() {
+            x = x * 10 + i64::from(line[i] - b'0');
+            i += 1;
+        }
+        if i == start || i - start > 18 || (i < line.len() && !matches!(line[i], b' ' | b'\t' | b'\r' | 0x0b | 0x0c)) {
+            return false;
+        }
+        out.push(x);
+    }
+    true
+}
+
+/// A vertex line's tokens: parsed in one sweep when the line is plain, else
+/// one at a time with the general parser and its messages.
+enum Tokens<'a> {
+    Plain(std::slice::Iter<'a, i64>),
+    General(std::str::SplitWhitespace<'a>),
+}
+
+impl Tokens<'_> {
+    /// The next token as an integer (`what` names it in an error), or `None` at the end of the line.
+    fn next(&mut self, file: &str, line: usize, what: &str) -> Option<Result<i64>> {
+        match self {
+            Tokens::Plain(it) => it.next().map(|&x| Ok(x)),
+            Tokens::General(it) => it.next().map(|t| int(t, file, line, what)),
+        }
+    }
+}
+
 /// Parses METIS graph text; `file` names it in errors.
 ///
 /// ```
@@ -80,6 +124,7 @@ pub fn parse_metis(text: &str, file: &str) -> Result<Graph> {
     let mut vsize = has_size.then(|| Vec::with_capacity(nv));
     let mut last_line = hline + 1;
     let mut count = 0usize;
+    let mut plain: Vec<i64> = Vec::new();
     for (i, line) in lines {
         let ln = i + 1;
         if count == n {
@@ -89,11 +134,15 @@ pub fn parse_metis(text: &str, file: &str) -> Result<Graph> {
             return Err(parse_err(file, ln, format!("more vertex lines than the {n} vertices the header declares")));
         }
         last_line = ln;
-        let mut toks = line.split_whitespace();
+        let mut toks = if plain_ints(line.as_bytes(), &mut plain) {
+            Tokens::Plain(plain.iter())
+        } else {
+            Tokens::General(line.split_whitespace())
+        };
         if let Some(vs) = vsize.as_mut() {
-            let t =
-                toks.next().ok_or_else(|| parse_err(file, ln, format!("vertex {}: missing its size", count + 1)))?;
-            let s = int(t, file, ln, "vertex size")?;
+            let s = toks
+                .next(file, ln, "vertex size")
+                .ok_or_else(|| parse_err(file, ln, format!("vertex {}: missing its size", count + 1)))??;
             if s < 0 {
                 return Err(parse_err(file, ln, format!("vertex {}: negative size {s}", count + 1)));
             }
@@ -101,10 +150,9 @@ pub fn parse_metis(text: &str, file: &str) -> Result<Graph> {
         }
         for c in 0..ncon {
             if has_vw {
-                let t = toks.next().ok_or_else(|| {
+                let w = toks.next(file, ln, "vertex weight").ok_or_else(|| {
                     parse_err(file, ln, format!("vertex {}: missing weight {} of {ncon}", count + 1, c + 1))
-                })?;
-                let w = int(t, file, ln, "vertex weight")?;
+                })??;
                 if w < 0 {
                     return Err(parse_err(file, ln, format!("vertex {}: negative weight {w}", count + 1)));
                 }
@@ -113,8 +161,8 @@ pub fn parse_metis(text: &str, file: &str) -> Result<Graph> {
                 vwgt.push(1);
             }
         }
-        while let Some(t) = toks.next() {
-            let u = int(t, file, ln, "neighbour")?;
+        while let Some(u) = toks.next(file, ln, "neighbour") {
+            let u = u?;
             if u < 1 || u as usize > n {
                 return Err(parse_err(file, ln, format!("vertex {}: neighbour {u} is outside 1..={n}", count + 1)));
             }
@@ -122,10 +170,9 @@ pub fn parse_metis(text: &str, file: &str) -> Result<Graph> {
                 return Err(parse_err(file, ln, format!("vertex {}: self-loop", count + 1)));
             }
             let w = if has_ew {
-                let t = toks.next().ok_or_else(|| {
+                let w = toks.next(file, ln, "edge weight").ok_or_else(|| {
                     parse_err(file, ln, format!("vertex {}: neighbour {u} has no edge weight", count + 1))
-                })?;
-                let w = int(t, file, ln, "edge weight")?;
+                })??;
                 if w <= 0 {
                     return Err(parse_err(
                         file,

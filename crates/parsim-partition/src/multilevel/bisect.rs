@@ -55,6 +55,51 @@ fn load(g: &Graph, total: &[i64], v: usize) -> f64 {
         / g.ncon as f64
 }
 
+/// The vertices still on side 1 while a side grows, in id order: a Fenwick
+/// tree of 0/1 counts, so that picking the r-th of them is O(log n) (a graph
+/// with many isolated vertices starts a new component at nearly every step).
+struct Remaining {
+    tree: Vec<u32>,
+    len: usize,
+}
+
+impl Remaining {
+    fn all(n: usize) -> Remaining {
+        // Node i (1-based) counts the ids in (i - lowbit(i), i].
+        let tree = (0..=n).map(|i| (i & i.wrapping_neg()) as u32).collect();
+        Remaining { tree, len: n }
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn remove(&mut self, v: usize) {
+        let mut i = v + 1;
+        while i < self.tree.len() {
+            self.tree[i] -= 1;
+            i += i & i.wrapping_neg();
+        }
+        self.len -= 1;
+    }
+
+    /// The `r`-th remaining id (0-based, in id order); `r < len()`.
+    fn select(&self, mut r: usize) -> usize {
+        let n = self.tree.len() - 1;
+        let mut pos = 0;
+        let mut step = n.next_power_of_two();
+        while step > 0 {
+            let next = pos + step;
+            if next <= n && (self.tree[next] as usize) <= r {
+                pos = next;
+                r -= self.tree[next] as usize;
+            }
+            step >>= 1;
+        }
+        pos
+    }
+}
+
 /// Grows side 0 from a random vertex, always adding the vertex that most
 /// reduces the cut, until side 0 holds `frac` of the (normalised) weight.
 fn grow(g: &Graph, frac: f64, rng: &mut Stream) -> Vec<u8> {
@@ -64,6 +109,7 @@ fn grow(g: &Graph, frac: f64, rng: &mut Stream) -> Vec<u8> {
     let mut side = vec![1u8; n];
     let mut have = 0.0;
     let mut heap: BinaryHeap<(i64, u32)> = BinaryHeap::new();
+    let mut rest = Remaining::all(n);
     let mut g1 = vec![0i64; n]; // connection to side 0 minus to side 1, for vertices on side 1
     for v in 0..n {
         g1[v] = -g.edge_weights(v).iter().sum::<i64>();
@@ -80,14 +126,14 @@ fn grow(g: &Graph, frac: f64, rng: &mut Stream) -> Vec<u8> {
             Some(v) => v,
             None => {
                 // A new component (or the start): a random vertex still on side 1.
-                let rest: Vec<usize> = (0..n).filter(|&v| side[v] == 1).collect();
-                if rest.is_empty() {
+                if rest.len() == 0 {
                     break;
                 }
-                rest[rng.below(rest.len() as u64) as usize]
+                rest.select(rng.below(rest.len() as u64) as usize)
             }
         };
         side[v] = 0;
+        rest.remove(v);
         have += load(v);
         for (&u, &w) in g.neighbours(v).iter().zip(g.edge_weights(v)) {
             let u = u as usize;
@@ -120,16 +166,39 @@ pub(crate) fn fm_pinned(
     let mut w = side_weights(g, side);
     let mut cut = cut2(g, side);
     let initial = cut;
+    // Gains are computed once and kept exact through every move and undo;
+    // a vertex with an edge across (gain above minus its edge weight) or
+    // none at all is a candidate.
+    let mut gains: Vec<i64> = (0..n).map(|v| gain(g, side, v)).collect();
+    let floor: Vec<i64> = (0..n).map(|v| -g.edge_weights(v).iter().sum::<i64>()).collect();
+    let mut locked = vec![false; n];
+    let mut moves: Vec<u32> = Vec::new();
+    // Moves `v` to the other side: its gain flips, its neighbours' change by twice the edge.
+    let flip = |v: usize, side: &mut [u8], gains: &mut [i64], w: &mut [Vec<i64>; 2]| {
+        let (from, to) = (side[v] as usize, 1 - side[v] as usize);
+        side[v] = to as u8;
+        gains[v] = -gains[v];
+        for c in 0..g.ncon {
+            w[from][c] -= g.weights(v)[c];
+            w[to][c] += g.weights(v)[c];
+        }
+        for (&u, &ew) in g.neighbours(v).iter().zip(g.edge_weights(v)) {
+            let u = u as usize;
+            gains[u] += if side[u] as usize == to { -2 * ew } else { 2 * ew };
+        }
+    };
     for _ in 0..passes {
-        let mut gains: Vec<i64> = (0..n).map(|v| gain(g, side, v)).collect();
         let mut heaps = [BinaryHeap::new(), BinaryHeap::new()];
         for v in 0..n {
-            if gains[v] > -(g.edge_weights(v).iter().sum::<i64>()) || g.degree(v) == 0 {
+            if gains[v] > floor[v] || g.degree(v) == 0 {
                 heaps[side[v] as usize].push((gains[v], v as u32));
             }
         }
-        let mut locked = pinned.map_or_else(|| vec![false; n], <[bool]>::to_vec);
-        let mut moves: Vec<u32> = Vec::new();
+        match pinned {
+            Some(p) => locked.copy_from_slice(p),
+            None => locked.fill(false),
+        }
+        moves.clear();
         let (start_cut, start_ex) = (cut, excess(&w, &s));
         let (mut best_cut, mut best_ex, mut best_len) = (cut, start_ex, 0usize);
         let limit = (n / 100).clamp(25, 100);
@@ -157,23 +226,16 @@ pub(crate) fn fm_pinned(
                 }
             }
             let Some((gv, v)) = pick else { break };
-            let (from, to) = (side[v] as usize, 1 - side[v] as usize);
-            heaps[from].pop();
-            side[v] = to as u8;
+            heaps[side[v] as usize].pop();
             locked[v] = true;
-            for c in 0..g.ncon {
-                w[from][c] -= g.weights(v)[c];
-                w[to][c] += g.weights(v)[c];
-            }
+            flip(v, side, &mut gains, &mut w);
             cut -= gv;
             moves.push(v as u32);
-            for (&u, &ew) in g.neighbours(v).iter().zip(g.edge_weights(v)) {
+            for &u in g.neighbours(v) {
                 let u = u as usize;
-                if locked[u] {
-                    continue;
+                if !locked[u] {
+                    heaps[side[u] as usize].push((gains[u], u as u32));
                 }
-                gains[u] += if side[u] as usize == to { -2 * ew } else { 2 * ew };
-                heaps[side[u] as usize].push((gains[u], u as u32));
             }
             let ex = excess(&w, &s);
             if ex < best_ex || (ex == best_ex && cut < best_cut) {
@@ -188,13 +250,7 @@ pub(crate) fn fm_pinned(
         }
         // Undo the moves after the best prefix.
         for &v in moves[best_len..].iter().rev() {
-            let v = v as usize;
-            let (from, to) = (side[v] as usize, 1 - side[v] as usize);
-            side[v] = to as u8;
-            for c in 0..g.ncon {
-                w[from][c] -= g.weights(v)[c];
-                w[to][c] += g.weights(v)[c];
-            }
+            flip(v as usize, side, &mut gains, &mut w);
         }
         cut = best_cut;
         if best_cut >= start_cut && best_ex >= start_ex {
@@ -372,5 +428,28 @@ pub(crate) fn recursive_bisection(
         let global: Vec<u32> = sub_ids.iter().map(|&i| ids[i as usize]).collect();
         let (f, p0) = if which == 0 { (&fractions[..k1], first) } else { (&fractions[k1..], first + k1 as u32) };
         recursive_bisection(&sub, &global, p0, f, eps, (tries, ncuts), rng, out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remaining_selects_the_rth_vertex_left() {
+        for n in [1usize, 2, 7, 64, 100] {
+            let mut rest = Remaining::all(n);
+            let mut left: Vec<usize> = (0..n).collect();
+            let mut x = 12345u64;
+            while !left.is_empty() {
+                for (r, &v) in left.iter().enumerate() {
+                    assert_eq!(rest.select(r), v, "n = {n}, r = {r}");
+                }
+                x = super::super::coarsen::hash(x);
+                let v = left.remove((x % left.len() as u64) as usize);
+                rest.remove(v);
+                assert_eq!(rest.len(), left.len());
+            }
+        }
     }
 }
