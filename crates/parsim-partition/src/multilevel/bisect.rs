@@ -284,8 +284,16 @@ fn split_order(g: &Graph, order: &[u32], frac: f64) -> Vec<u8> {
     side
 }
 
+/// A bisection of a graph with more vertices than this tries fewer
+/// growings: `tries` × this many vertices in all (at least one try).
+const TRIES_VERTICES: usize = 3000;
+
 /// The best of `tries` grown-and-refined bisections (balanced first, then the smallest cut).
 pub(crate) fn bisect(g: &Graph, frac: f64, eps: f64, tries: usize, rng: &mut Stream) -> Vec<u8> {
+    // Where coarsening stalled (a random graph's edges do not merge), the
+    // "coarsest" graph can hold 10^5 vertices: fewer grown tries there,
+    // whose cost grows with the graph while what they add does not.
+    let tries = (tries * TRIES_VERTICES / g.n().max(1)).clamp(1, tries.max(1));
     let lim = limits(g, frac, eps);
     let s = Sides { max: lim.clone() };
     let mut best: Option<(i64, i64, Vec<u8>)> = None;
