@@ -34,10 +34,13 @@ fn plain_ints(line: &[u8], out: &mut Vec<i64>) -> bool {
         let start = i;
         let mut x: i64 = 0;
         while i < line.len() && line[i].is_ascii_digit() {
+            if i - start == 18 {
+                return false; // 19 digits or more: the general path says what is wrong
+            }
             x = x * 10 + i64::from(line[i] - b'0');
             i += 1;
         }
-        if i == start || i - start > 18 || (i < line.len() && !matches!(line[i], b' ' | b'\t' | b'\r' | 0x0b | 0x0c)) {
+        if i == start || (i < line.len() && !matches!(line[i], b' ' | b'\t' | b'\r' | 0x0b | 0x0c)) {
             return false;
         }
         out.push(x);

@@ -27,6 +27,8 @@ fn metis_errors_name_the_line_and_the_problem() {
         ("2 x\n2\n1\n", "bad.graph:1", "edge count is not a number (a token of 1 characters)"),
         ("% only a comment\n", "bad.graph: ", "empty file"),
         ("3 2\n2 2\n1 1\n\n", "bad.graph: ", "duplicate edge"),
+        // 20 digits: out of range, an error (the fast path leaves it to the general one).
+        ("3 3\n18446744073709551615 3\n1 3\n1 2\n", "bad.graph:2", "neighbour"),
     ];
     for (text, place, what) in cases {
         let e = err(text);
