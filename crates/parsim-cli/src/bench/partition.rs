@@ -145,6 +145,7 @@ fn distributed(files: &[PathBuf]) -> Result<()> {
         "dml/metis"
     );
     let mut ratios: Vec<(usize, [f64; 3])> = Vec::new();
+    let mut times: Vec<(usize, f64, f64)> = Vec::new();
     let mut vs_metis: Vec<(usize, f64)> = Vec::new();
     let tmp = std::env::temp_dir().join(format!("parsim-bench-dist-{}", std::process::id()));
     std::fs::create_dir_all(&tmp)?;
@@ -187,6 +188,7 @@ fn distributed(files: &[PathBuf]) -> Result<()> {
             let of = |c: u64| c.max(1) as f64 / ml.cut.max(1) as f64;
             let r = [of(lp.cut.1), of(dml.cut), of(*hash_cut)];
             ratios.push((k, r));
+            times.push((k, *secs, ml_s));
             println!(
                 "{name:>22} {k:>3} {:>9} {:>8} {:>8} {:>8} {:>8} {:>7.3} {:>7.3} {:>7.3} {secs:>8.4} {ml_s:>8.4} {:>8.3} {:>8.3} {:>8} {:>9}",
                 lp.cut.0,
@@ -215,6 +217,11 @@ fn distributed(files: &[PathBuf]) -> Result<()> {
             col(0),
             col(1),
             col(2)
+        );
+        let (dml_s, ml_s) = times.iter().filter(|t| t.0 == k).fold((0.0, 0.0), |(a, b), t| (a + t.1, b + t.2));
+        println!(
+            "K = p = {k}: dml {dml_s:.3} s against ml {ml_s:.3} s of wall time over the graphs ({:.2}x)",
+            dml_s / ml_s
         );
         let m: Vec<f64> = vs_metis.iter().filter(|r| r.0 == k).map(|r| r.1).collect();
         if !m.is_empty() {

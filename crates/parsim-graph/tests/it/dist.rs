@@ -245,7 +245,7 @@ fn distributed_multilevel_is_valid_balanced_reproducible_and_near_the_sequential
                 } else {
                     assert!(levels >= 1, "{name}, {ranks} ranks: coarsened before gathering");
                     let ratio = cut as f64 / m.cut as f64;
-                    assert!(ratio < 1.15, "{name}, {ranks} ranks, hashed {hashed}: cut {cut} against {}", m.cut);
+                    assert!(ratio < 1.1, "{name}, {ranks} ranks, hashed {hashed}: cut {cut} against {}", m.cut);
                 }
             }
         }
@@ -255,18 +255,24 @@ fn distributed_multilevel_is_valid_balanced_reproducible_and_near_the_sequential
 #[test]
 fn distributed_multilevel_cuts_near_the_sequential_cut_on_real_meshes() {
     use parsim_partition::{io, multilevel_kway, Config};
-    let mut ratios = Vec::new();
+    let mut ratios = [Vec::new(), Vec::new()];
     for name in ["3elt.graph", "whitaker3.graph", "crack.graph"] {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/graphs").join(name);
         let pg = io::read_graph(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let g = Csr::from_graph(&pg);
         for k in [2usize, 4] {
             let (seq, _) = multilevel_kway(&pg, &Config { imbalance: 0.03, seed: 7, ..Config::new(k) }).unwrap();
-            let (part, cut, _) = dist_multilevel(&g, k, k, false);
-            assert_eq!(cut, cut_of(&g, &part));
-            ratios.push(cut as f64 / cut_of(&g, &seq) as f64);
+            for hashed in [false, true] {
+                let (part, cut, _) = dist_multilevel(&g, k, k, hashed);
+                assert_eq!(cut, cut_of(&g, &part));
+                ratios[usize::from(hashed)].push(cut as f64 / cut_of(&g, &seq) as f64);
+            }
         }
     }
-    let geomean = (ratios.iter().map(|r| r.ln()).sum::<f64>() / ratios.len() as f64).exp();
-    assert!(geomean < 1.08, "distributed / sequential cut: {ratios:?}");
+    // From id blocks and from hashed ids (no locality at all: the second
+    // V-cycle, on the rows moved to their parts' ranks, is what recovers it).
+    for (how, r) in ["blocks", "hashed ids"].iter().zip(&ratios) {
+        let geomean = (r.iter().map(|x| x.ln()).sum::<f64>() / r.len() as f64).exp();
+        assert!(geomean < 1.05, "from {how}: distributed / sequential cut {geomean:.3}: {r:?}");
+    }
 }
