@@ -113,6 +113,11 @@ pub struct Stats {
     /// Replicated execution: checkpoints not compared because the
     /// replicas took them at different positions (Time Warp's GVT).
     pub replica_skipped: u64,
+    /// A restart: the old ranks' pieces this rank read (each piece is read
+    /// by one rank, whatever the rank counts) …
+    pub restart_pieces_read: u64,
+    /// … and their raw bytes.
+    pub restart_bytes_read: u64,
 }
 
 /// One rank's checkpointer; every method marked collective must be called
@@ -127,6 +132,8 @@ pub struct Checkpointer<'c, C: Comm> {
     writer: Writer,
     stats: Stats,
     restart: Option<Restart>,
+    /// What the engine read of the restart's checkpoint on this rank.
+    restart_taken: Option<std::sync::Arc<restart::Taken>>,
     /// For time-based intervals: the next boundary to checkpoint at.
     next_due: Option<u64>,
     /// The boundary and time of the last estimate.
@@ -211,6 +218,7 @@ impl<'c, C: Comm> Checkpointer<'c, C> {
             taken: 0,
             writer,
             stats: Stats::default(),
+            restart_taken: restart.as_ref().map(|r| r.taken.clone()),
             restart,
             next_due: None,
             mark: (start, Instant::now()),
@@ -236,6 +244,11 @@ impl<'c, C: Comm> Checkpointer<'c, C> {
     /// and the engine acts on one rank's decision (rank 0's) for everyone.
     pub fn decide_locally(&mut self) {
         self.local = true;
+    }
+
+    /// The communicator the checkpoints are taken over.
+    pub fn comm(&self) -> &'c C {
+        self.comm
     }
 
     /// The checkpoint to restart from, once (the engine loads it).
@@ -482,6 +495,10 @@ impl<'c, C: Comm> Checkpointer<'c, C> {
         s.file_bytes = w.file_bytes;
         s.files = w.files;
         s.failures = w.failures;
+        if let Some(t) = &self.restart_taken {
+            s.restart_pieces_read = t.pieces.load(std::sync::atomic::Ordering::Relaxed);
+            s.restart_bytes_read = t.bytes.load(std::sync::atomic::Ordering::Relaxed);
+        }
         s
     }
 

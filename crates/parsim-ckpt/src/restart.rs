@@ -9,6 +9,8 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use parsim_comm::Comm;
 use serde::de::DeserializeOwned;
@@ -29,11 +31,28 @@ pub struct Restart {
     dir: PathBuf,
     /// Pieces this rank verified, decoded (read once).
     cache: HashMap<usize, Vec<u8>>,
+    /// Pieces and raw bytes the engine took on this rank.
+    pub(crate) taken: Arc<Taken>,
+}
+
+/// What a rank's engine read of a checkpoint (for the summary: a restart
+/// on any rank count should read each piece on one rank only).
+#[derive(Debug, Default)]
+pub(crate) struct Taken {
+    pub pieces: AtomicU64,
+    pub bytes: AtomicU64,
 }
 
 impl Restart {
     /// The raw bytes of old rank `rank`'s piece.
     pub fn raw(&mut self, rank: usize) -> Result<Vec<u8>, CkptError> {
+        let b = self.raw_uncounted(rank)?;
+        self.taken.pieces.fetch_add(1, Ordering::Relaxed);
+        self.taken.bytes.fetch_add(b.len() as u64, Ordering::Relaxed);
+        Ok(b)
+    }
+
+    fn raw_uncounted(&mut self, rank: usize) -> Result<Vec<u8>, CkptError> {
         if let Some(b) = self.cache.remove(&rank) {
             return Ok(b);
         }
@@ -210,7 +229,8 @@ pub fn find<C: Comm>(comm: &C, dir: &Path, id: &Identity) -> Result<Option<Resta
             }
         }
         if missing.is_empty() {
-            return Ok(Some(Restart { manifest: m, sources, notes, dir: dir.to_path_buf(), cache }));
+            let taken = Arc::default();
+            return Ok(Some(Restart { manifest: m, sources, notes, dir: dir.to_path_buf(), cache, taken }));
         }
         notes.push(format!(
             "skipped checkpoint {seq} ({} {}): no valid copy of {}",

@@ -14,6 +14,7 @@ use crate::error::Result;
 
 mod build;
 mod contract;
+mod directory;
 mod level;
 mod local;
 mod moves;
@@ -21,6 +22,7 @@ mod multilevel;
 mod refine;
 
 pub use build::{Owned, Rows};
+pub use directory::{deliver_by_id, deliver_pieces, Directory, Emit, Records};
 pub use local::{block_owner, block_range, exchange_in_rounds, Sink};
 pub use multilevel::DistPartition;
 pub use refine::Propagated;

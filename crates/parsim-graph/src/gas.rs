@@ -16,6 +16,7 @@ use parsim_comm::{Comm, Pod, ReduceOp};
 use parsim_core::ExactSum;
 use parsim_partition::EdgePartition;
 
+use crate::dist::{deliver_pieces, Directory, Emit, Records};
 use crate::error::{GraphError, Result};
 
 /// A gather-apply-scatter program. See [`crate::algorithms`] for examples.
@@ -268,26 +269,52 @@ fn ck_err(e: CkptError) -> GraphError {
     }
 }
 
-/// Every local replica's value and activity from the checkpoint's masters.
-fn resume<V: Pod>(r: &mut parsim_ckpt::Restart, g: &CutGraph) -> Result<(u64, Vec<V>, Vec<bool>)> {
+/// Every local replica's value and activity from the checkpoint's masters
+/// (collective): each old piece is read by one rank (piece `k` by rank
+/// `k mod p`, one piece per rank per round), which sends every master's
+/// value to all the ranks holding a replica of it through
+/// [`deliver_pieces`]; no rank reads the whole checkpoint.
+fn resume<C: Comm, V: Pod>(comm: &C, r: &mut parsim_ckpt::Restart, g: &CutGraph) -> Result<(u64, Vec<V>, Vec<bool>)> {
+    let w = std::mem::size_of::<V>();
     let nl = g.ids.len();
     let mut values: Vec<Option<V>> = vec![None; nl];
     let mut active = vec![false; nl];
-    let mut step = 0;
-    let w = std::mem::size_of::<V>();
-    for k in 0..r.manifest.ranks {
-        let p: Piece = r.read(k).map_err(ck_err)?;
-        step = p.step;
-        if p.values.0.len() != p.ids.len() * w || p.active.len() != p.ids.len() {
+    let mut step = None;
+    let dir = Directory::new(comm, g.n_global, &g.ids)?;
+    let pieces = r.manifest.ranks;
+    let read = |k: usize, emit: &mut Emit<'_>| -> Result<()> {
+        let piece: Piece = r.read(k).map_err(ck_err)?;
+        if piece.values.0.len() != piece.ids.len() * w || piece.active.len() != piece.ids.len() {
             return Err(GraphError::Checkpoint(format!("piece {k}: values do not match the vertex ids")));
         }
-        for (i, &gid) in p.ids.iter().enumerate() {
-            if let Ok(l) = g.ids.binary_search(&gid) {
-                values[l] = Some(bytemuck::pod_read_unaligned(&p.values.0[i * w..(i + 1) * w]));
-                active[l] = p.active[i];
-            }
+        if k == 0 {
+            step = Some(piece.step);
         }
-    }
+        let mut rec = Vec::with_capacity(w + 1);
+        for (i, &gid) in piece.ids.iter().enumerate() {
+            rec.clear();
+            rec.push(u8::from(piece.active[i]));
+            rec.extend_from_slice(&piece.values.0[i * w..(i + 1) * w]);
+            emit(gid, &rec)?;
+        }
+        Ok(())
+    };
+    let take = |got: Records| -> Result<()> {
+        for (gid, b) in got.iter() {
+            let l = g
+                .ids
+                .binary_search(&gid)
+                .map_err(|_| GraphError::Checkpoint(format!("vertex {gid} is not held here")))?;
+            if b.len() != w + 1 {
+                return Err(GraphError::Checkpoint(format!("a record for vertex {gid} is malformed")));
+            }
+            values[l] = Some(bytemuck::pod_read_unaligned(&b[1..]));
+            active[l] = b[0] == 1;
+        }
+        Ok(())
+    };
+    deliver_pieces(comm, &dir, pieces, read, take)?;
+    let step = comm.broadcast_value(0, &step)?.unwrap_or(0);
     let values = values
         .into_iter()
         .enumerate()
@@ -329,7 +356,7 @@ fn run_inner<C: Comm, P: GasProgram>(
     let mut active = vec![true; nl];
     let (mut step, mut bytes) = (0u64, 0u64);
     if let Some(mut r) = ck.as_mut().and_then(|c| c.take_restart()) {
-        (step, values, active) = resume(&mut r, g)?;
+        (step, values, active) = resume(comm, &mut r, g)?;
     }
     // After each superstep: show it to the checkpointer, save if due.
     let mut boundary = |step: u64, values: &[P::Value], active: &[bool]| -> Result<()> {

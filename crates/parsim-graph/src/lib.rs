@@ -46,7 +46,8 @@ pub mod pregel;
 
 pub use csr::{BuildStats, Csr};
 pub use dist::{
-    block_owner, block_range, exchange_in_rounds, DistGraph, DistPartition, GhostedAt, Owned, Propagated, Rows, Sink,
+    block_owner, block_range, deliver_by_id, deliver_pieces, exchange_in_rounds, Directory, DistGraph, DistPartition,
+    Emit, GhostedAt, Owned, Propagated, Records, Rows, Sink,
 };
 pub use error::{GraphError, Result};
 pub use gas::{CutGraph, GasProgram};

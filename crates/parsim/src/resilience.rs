@@ -246,6 +246,8 @@ pub(crate) fn summary(per_rank: &[Option<String>], attempts: &[String]) -> Optio
         "replica_checks": col("replica_checks"),
         "replica_skipped": col("replica_skipped"),
         "restarted_from": r0["restart"],
+        "restart_pieces_read": col("restart_pieces_read"),
+        "restart_bytes_read": col("restart_bytes_read"),
         "relaunches": attempts,
     }))
 }

@@ -367,7 +367,11 @@ fn run_inner<C: Comm>(
     let ctx = Ctx::new(layers, cfg)?;
     let g0 = layout0.g;
     let mut s = match ck.as_mut().and_then(|c| c.take_restart()) {
-        Some(mut r) => State::restored(g0, cfg, crate::resume::load(&mut r, g0, comm.rank())?),
+        Some(mut r) => {
+            let mut s = State::restored(g0, cfg, crate::resume::load(comm, &mut r, g0)?);
+            crate::balance::announce(comm, g0, &mut s)?;
+            s
+        }
         None => State::fresh(g0, cfg),
     };
     let mut eff = (0.0, 0u32);
@@ -416,7 +420,7 @@ fn run_inner<C: Comm>(
         b.owner = new_map;
         let (days, curve, draws, sent) = (s.days, std::mem::take(&mut s.curve), s.draws, s.changes_sent);
         let pieces = got.iter().map(|v| crate::balance::decode(v, days));
-        let mut restored = crate::resume::restore(pieces, &g, comm.rank(), false)?;
+        let mut restored = crate::resume::restore(pieces, &g, comm.rank())?;
         (restored.curve, restored.draws, restored.changes_sent) = (curve, draws, sent);
         s = State::restored(&g, cfg, restored);
         crate::balance::announce(comm, &g, &mut s)?;

@@ -76,9 +76,6 @@ impl State {
                 s.iso_day[l] = isod;
             }
         }
-        for gid in got.gone {
-            s.mark_gone(g, gid);
-        }
         s.left_s = got.unannounced.into_iter().filter(|&l| g.is_boundary(l)).map(|l| l as u32).collect();
         for (into, from) in [
             (&mut s.onset_at, got.onset),

@@ -113,7 +113,22 @@ fn restart_on_another_rank_count() {
         for ranks in ["3", "1", "4"] {
             let s = run(&with(base, &["--ranks", ranks, "--restart", d]), "ranks-again");
             assert_eq!(s["digest"], digest, "restart of a 2-rank checkpoint on {ranks} ranks");
-            assert_eq!(s["checkpoint"]["restarted_from"]["ranks"], 2);
+            let c = &s["checkpoint"];
+            assert_eq!(c["restarted_from"]["ranks"], 2);
+            // Each old piece is read on one rank only (the others get their
+            // share of it by message), whatever the rank counts; the grid
+            // reads on each rank the old blocks its own block overlaps.
+            let read: Vec<u64> =
+                c["restart_pieces_read"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect();
+            let bytes: Vec<u64> =
+                c["restart_bytes_read"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect();
+            if base == HEAT {
+                assert!(read.iter().sum::<u64>() >= 2 && read.iter().all(|&k| k <= 2), "{read:?}");
+            } else {
+                assert_eq!(read.iter().sum::<u64>(), 2, "{ranks} ranks read pieces {read:?}");
+                assert!(read.iter().all(|&k| k <= 2_u64.div_ceil(ranks.parse().unwrap())), "{read:?}");
+            }
+            assert!(bytes.iter().zip(&read).all(|(&b, &k)| (b > 0) == (k > 0)), "{bytes:?} for {read:?}");
         }
     }
 }

@@ -205,10 +205,7 @@ impl<'a, C: Comm, M: Model> Cmb<'a, C, M> {
         let lim = Limits::new(model, true);
         let mut out = Vec::new();
         let restored = match windows.as_mut().and_then(|w| w.ck.take_restart()) {
-            Some(mut r) => {
-                let (p, me) = (self.comm.size(), self.comm.rank());
-                Some(resume::load::<M::State, M::Payload>(&mut r, self.map, me, p, cfg.seed)?)
-            }
+            Some(mut r) => Some(resume::load::<C, M::State, M::Payload>(self.comm, &mut r, self.map, cfg.seed)?),
             None => None,
         };
         let mut lps = match restored {

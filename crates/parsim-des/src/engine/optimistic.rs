@@ -59,7 +59,7 @@ pub(crate) fn run<C: Comm, M: Model>(
     let t0 = Instant::now();
     let map = LpMap::new(model, comm.size(), comm.rank())?;
     let restored = match ck.as_mut().and_then(|c| c.take_restart()) {
-        Some(mut r) => Some(resume::load::<M::State, M::Payload>(&mut r, &map, comm.rank(), comm.size(), cfg.seed)?),
+        Some(mut r) => Some(resume::load::<C, M::State, M::Payload>(comm, &mut r, &map, cfg.seed)?),
         None => None,
     };
     if let Some(c) = ck.as_mut() {

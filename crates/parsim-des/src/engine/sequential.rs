@@ -50,7 +50,7 @@ pub(crate) fn run<C: Comm, M: Model, Q: PendingSet<M::Payload>>(
         None => None,
     };
     let restored = match saver.as_mut().and_then(|s| s.ck.take_restart()) {
-        Some(mut r) => Some(resume::load::<M::State, M::Payload>(&mut r, &map, me, comm.size(), cfg.seed)?),
+        Some(mut r) => Some(resume::load::<C, M::State, M::Payload>(comm, &mut r, &map, cfg.seed)?),
         None => None,
     };
     if let (Some(s), Some(r)) = (saver.as_mut(), restored.as_ref()) {

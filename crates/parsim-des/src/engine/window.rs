@@ -35,7 +35,7 @@ pub(crate) fn run<C: Comm, M: Model>(
     let mut error = None;
     let mut q: Pending<M::Payload> = Pending::default();
     let restored = match ck.as_mut().and_then(|c| c.take_restart()) {
-        Some(mut r) => Some(resume::load::<M::State, M::Payload>(&mut r, &map, me, p, cfg.seed)?),
+        Some(mut r) => Some(resume::load::<C, M::State, M::Payload>(comm, &mut r, &map, cfg.seed)?),
         None => None,
     };
     let mut lps = match restored {

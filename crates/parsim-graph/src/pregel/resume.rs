@@ -10,7 +10,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::dist::DistGraph;
+use crate::dist::{deliver_pieces, Directory, DistGraph, Emit, Records};
 use crate::error::{GraphError, Result};
 
 #[derive(Serialize, Deserialize)]
@@ -25,6 +25,10 @@ struct Piece<V> {
     messages: Bytes,
     aggregated: Vec<f64>,
 }
+
+/// Record kinds of a restart's routing: a vertex's value, a waiting message.
+const VALUE: u8 = 0;
+const MESSAGE: u8 = 1;
 
 fn err(e: CkptError) -> GraphError {
     match e {
@@ -61,41 +65,74 @@ pub(super) trait Saver<V, M> {
 pub(super) struct CkSaver<'a, 'c, C: Comm>(pub &'a mut Checkpointer<'c, C>);
 
 impl<C: Comm, V: Clone + Serialize + DeserializeOwned, M: Pod> Saver<V, M> for CkSaver<'_, '_, C> {
+    /// Each old piece is read by one rank (piece `k` by rank `k mod p`, one
+    /// piece per rank per round), which sends every vertex's value and
+    /// waiting messages to the vertex's new owner through
+    /// [`deliver_pieces`]: no rank reads the whole checkpoint. Collective.
     fn resume(&mut self, g: &DistGraph) -> Result<Option<Resumed<V, M>>> {
         let Some(mut r) = self.0.take_restart() else { return Ok(None) };
+        let comm = self.0.comm();
+        let w = std::mem::size_of::<M>();
         let n_own = g.owned();
+        let wants: Vec<u32> = (0..n_own).map(|i| g.global(i)).collect();
+        let dir = Directory::new(comm, g.global_vertices(), &wants)?;
+        drop(wants);
+        let mut head = None;
         let mut values: Vec<Option<V>> = vec![None; n_own];
         let mut active = vec![false; n_own];
-        let mut out =
-            Resumed { step: 0, values: Vec::new(), active: Vec::new(), inbox: Vec::new(), aggregated: Vec::new() };
-        let w = std::mem::size_of::<M>();
-        for k in 0..r.manifest.ranks {
-            let p: Piece<V> = r.read(k).map_err(err)?;
-            out.step = p.step;
-            out.aggregated = p.aggregated;
-            for (gid, v, a) in p.vertices {
-                if let Some(l) = g.local(gid).filter(|&l| l < n_own) {
-                    values[l] = Some(v);
-                    active[l] = a;
-                }
-            }
-            if p.messages.0.len() != p.inbox.len() * w {
+        let mut inbox = Vec::new();
+        let pieces = r.manifest.ranks;
+        let read = |k: usize, emit: &mut Emit<'_>| -> Result<()> {
+            let piece: Piece<V> = r.read(k).map_err(err)?;
+            if piece.messages.0.len() != piece.inbox.len() * w {
                 return Err(GraphError::Checkpoint(format!("piece {k}: message bytes do not match the inbox")));
             }
-            for (i, &(dst, src)) in p.inbox.iter().enumerate() {
-                if let Some(l) = g.local(dst).filter(|&l| l < n_own) {
-                    let m: M = bytemuck::pod_read_unaligned(&p.messages.0[i * w..(i + 1) * w]);
-                    out.inbox.push((l as u32, src, m));
+            if k == 0 {
+                head = Some((piece.step, piece.aggregated.clone()));
+            }
+            let mut bytes = Vec::new();
+            for (gid, v, a) in &piece.vertices {
+                bytes.clear();
+                bytes.extend_from_slice(&[VALUE, u8::from(*a)]);
+                bytes.extend(postcard::to_allocvec(v).map_err(|e| GraphError::Checkpoint(e.to_string()))?);
+                emit(*gid, &bytes)?;
+            }
+            for (i, &(dst, src)) in piece.inbox.iter().enumerate() {
+                bytes.clear();
+                bytes.push(MESSAGE);
+                bytes.extend_from_slice(&src.to_le_bytes());
+                bytes.extend_from_slice(&piece.messages.0[i * w..(i + 1) * w]);
+                emit(dst, &bytes)?;
+            }
+            Ok(())
+        };
+        let take = |got: Records| -> Result<()> {
+            for (gid, b) in got.iter() {
+                let l = g.local(gid).filter(|&l| l < n_own).expect("delivered to its owner");
+                match b.first().copied() {
+                    Some(VALUE) if b.len() >= 2 => {
+                        let v = postcard::from_bytes(&b[2..]).map_err(|e| GraphError::Checkpoint(e.to_string()))?;
+                        values[l] = Some(v);
+                        active[l] = b[1] == 1;
+                    }
+                    Some(MESSAGE) if b.len() == 5 + w => {
+                        let src = u32::from_le_bytes([b[1], b[2], b[3], b[4]]);
+                        inbox.push((l as u32, src, bytemuck::pod_read_unaligned(&b[5..])));
+                    }
+                    _ => return Err(GraphError::Checkpoint(format!("a record for vertex {gid} is malformed"))),
                 }
             }
-        }
-        out.values = values
+            Ok(())
+        };
+        deliver_pieces(comm, &dir, pieces, read, take)?;
+        let (step, aggregated) = comm.broadcast_value(0, &head)?.unwrap_or_default();
+        // (The superstep loop sorts the inbox by destination and source.)
+        let values = values
             .into_iter()
             .enumerate()
             .map(|(l, v)| v.ok_or_else(|| GraphError::Checkpoint(format!("no value for vertex {}", g.global(l)))))
             .collect::<Result<_>>()?;
-        out.active = active;
-        Ok(Some(out))
+        Ok(Some(Resumed { step, values, active, inbox, aggregated }))
     }
 
     fn superstep(&mut self, g: &DistGraph, s: State<'_, V, M>) -> Result<()> {

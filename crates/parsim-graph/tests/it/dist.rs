@@ -276,3 +276,122 @@ fn distributed_multilevel_cuts_near_the_sequential_cut_on_real_meshes() {
         assert!(geomean < 1.05, "from {how}: distributed / sequential cut {geomean:.3}: {r:?}");
     }
 }
+
+/// Records reach exactly the ranks that want their ids (owners, or several
+/// replica holders), none lost or doubled, whoever held them; an id no rank
+/// wants, or one beyond the vertices, is the same error on every rank.
+#[test]
+fn records_are_delivered_by_id_to_every_rank_that_wants_them() {
+    use parsim_graph::{deliver_by_id, Records};
+    let n = 997usize;
+    let mix = |x: u64| x.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29);
+    for ranks in 1..=4usize {
+        // Vertex v is wanted by rank v mod ranks, and also by rank (v / 3) mod ranks when v is even.
+        let wanted_by = |v: u32| {
+            let mut w = vec![v as usize % ranks];
+            if v % 2 == 0 && !w.contains(&((v as usize / 3) % ranks)) {
+                w.push((v as usize / 3) % ranks);
+            }
+            w
+        };
+        let got = parsim_comm::launch(ranks, |comm| {
+            let me = comm.rank();
+            let wants: Vec<u32> = (0..n as u32).filter(|&v| wanted_by(v).contains(&me)).collect();
+            // Each vertex's two records are held by pseudo-random ranks.
+            let mut have = Records::default();
+            for v in 0..n as u32 {
+                for k in 0..2u64 {
+                    if mix(u64::from(v) * 2 + k) % ranks as u64 == me as u64 {
+                        have.push(v, &[k as u8, (v % 251) as u8]);
+                    }
+                }
+            }
+            let got = deliver_by_id(&comm, n, &wants, have)?;
+            let mut list: Vec<(u32, Vec<u8>)> = got.iter().map(|(v, b)| (v, b.to_vec())).collect();
+            list.sort();
+            Ok::<_, parsim_graph::GraphError>(list)
+        })
+        .unwrap();
+        for (me, list) in got.iter().enumerate() {
+            let want: Vec<(u32, Vec<u8>)> = (0..n as u32)
+                .filter(|&v| wanted_by(v).contains(&me))
+                .flat_map(|v| (0..2u8).map(move |k| (v, vec![k, (v % 251) as u8])))
+                .collect();
+            assert_eq!(list, &want, "rank {me} of {ranks}");
+        }
+    }
+    for (wants_all, id) in [(false, 5u32), (true, 1000)] {
+        let errs = parsim_comm::launch(3, |comm| {
+            let wants: Vec<u32> =
+                (0..n as u32).filter(|&v| v as usize % 3 == comm.rank() && (wants_all || v != 5)).collect();
+            let mut have = Records::default();
+            if comm.rank() == 2 {
+                have.push(id, &[1]);
+            }
+            Ok::<_, parsim_graph::GraphError>(
+                deliver_by_id(&comm, n, &wants, have).map(|_| ()).map_err(|e| e.to_string()),
+            )
+        })
+        .unwrap();
+        let what = if wants_all { "beyond the 997 vertices" } else { "which no rank holds" };
+        assert!(
+            errs.iter().all(|e| e.as_ref().is_err_and(|m| m.contains(what) && m.contains(&id.to_string()))),
+            "{errs:?}"
+        );
+    }
+}
+
+/// Pieces read one rank each, delivered in rounds (one piece large enough
+/// for several rounds on its reader alone): every wanted record arrives
+/// once; a rank whose read fails mid-stream stops every rank with an error.
+#[test]
+fn pieces_are_read_once_and_delivered_in_rounds_and_a_failure_stops_every_rank() {
+    use parsim_graph::{deliver_pieces, Directory, Emit, GraphError, Records};
+    let n = 400_000usize;
+    // Piece k holds the ids v with v % 5 == k; piece 2 alone holds 80,000 ids × 4 records.
+    let copies = |k: usize| if k == 2 { 4u8 } else { 1 };
+    for fail in [None, Some(1usize)] {
+        let got = parsim_comm::launch(3, |comm| {
+            let me = comm.rank();
+            let wants: Vec<u32> = (0..n as u32).filter(|&v| (v as usize * 7) % 3 == me).collect();
+            let dir = Directory::new(&comm, n, &wants)?;
+            let mut count = vec![0u8; n];
+            let mut read_here = Vec::new();
+            let read = |k: usize, emit: &mut Emit<'_>| {
+                read_here.push(k);
+                for v in (k as u32..n as u32).step_by(5) {
+                    for c in 0..copies(k) {
+                        emit(v, &[c])?;
+                    }
+                }
+                if fail == Some(k) {
+                    return Err(GraphError::Checkpoint(format!("piece {k} is unreadable")));
+                }
+                Ok(())
+            };
+            let take = |got: Records| {
+                for (v, _) in got.iter() {
+                    count[v as usize] += 1;
+                }
+                Ok::<_, GraphError>(())
+            };
+            let outcome = deliver_pieces(&comm, &dir, 5, read, take).map_err(|e| e.to_string());
+            let ok = wants.iter().all(|&v| count[v as usize] == copies(v as usize % 5))
+                && (0..n).filter(|&v| count[v] > 0).all(|v| (v * 7) % 3 == me);
+            Ok::<_, GraphError>((outcome, ok, read_here))
+        })
+        .unwrap();
+        for (me, (outcome, ok, read_here)) in got.iter().enumerate() {
+            match fail {
+                None => {
+                    assert!(outcome.is_ok() && *ok, "rank {me}: {outcome:?}");
+                    assert_eq!(read_here, &(me..5).step_by(3).collect::<Vec<_>>(), "rank {me} reads only its pieces");
+                }
+                Some(k) => {
+                    let want = if me == k % 3 { "piece 1 is unreadable" } else { "another rank could not read" };
+                    assert!(outcome.as_ref().is_err_and(|e| e.contains(want)), "rank {me}: {outcome:?}");
+                }
+            }
+        }
+    }
+}

@@ -197,55 +197,99 @@ pub(crate) fn save<C: Comm, S: Clone + Serialize>(
     ck.save(cut.boundary, position, meta, partition, &piece).map_err(err)
 }
 
-/// Reads every old piece and keeps this rank's LPs and their events; rank
-/// 0 also takes every old rank's committed digest and count.
-pub(crate) fn load<S: serde::de::DeserializeOwned, P: Payload>(
+/// What one rank sends another at a restart: the LPs it now owns and the
+/// events pending at them.
+#[derive(Serialize, Deserialize)]
+struct Share<S> {
+    lps: Vec<Record<S>>,
+    pending: Vec<Wire>,
+}
+
+/// This rank's LPs and their events from a checkpoint taken on any number
+/// of ranks (collective): each old piece is read by one rank (piece `k` by
+/// rank `k mod p`, the one that verified it, one piece per rank per round),
+/// which sends every LP and pending event to its new owner; no rank reads
+/// the whole checkpoint. Rank 0 gets every old rank's committed digest and
+/// count.
+pub(crate) fn load<C: Comm, S: Serialize + serde::de::DeserializeOwned, P: Payload>(
+    comm: &C,
     r: &mut Restart,
     map: &LpMap,
-    me: usize,
-    ranks: usize,
     seed: u64,
 ) -> Result<Restored<S, P>, DesError> {
-    let mut lps: Vec<Option<Lp<S>>> = (0..map.mine.len()).map(|_| None).collect();
-    let mut out = Restored {
-        gvt: Order::default(),
-        rounds: 0,
-        lps: Vec::new(),
-        pending: Vec::new(),
-        digest: SetDigest::new(),
-        committed: 0,
-        clocks: Vec::new(),
-    };
+    let (me, ranks) = (comm.rank(), comm.size());
     let same_ranks = r.manifest.ranks == ranks;
-    for k in 0..r.manifest.ranks {
-        let p: Piece<S> = r.read(k).map_err(err)?;
-        if k == me && same_ranks {
-            out.clocks = p.clocks;
-        }
-        out.gvt = Order { time: p.gvt.0, src: p.gvt.1, seq: p.gvt.2 };
-        out.rounds = p.rounds;
-        if me == 0 {
-            out.digest.merge(&p.digest);
-            out.committed += p.committed;
-        }
-        for (id, state, count, seq, dropped) in p.lps {
-            let Some(&owner) = map.owner.get(id as usize) else {
-                return Err(DesError::Config(format!("the checkpoint holds LP {id}, beyond the model's LPs")));
+    let mut head = None;
+    let (mut digest, mut committed, mut clocks) = (SetDigest::new(), 0u64, Vec::new());
+    let mut lps: Vec<Option<Lp<S>>> = (0..map.mine.len()).map(|_| None).collect();
+    let mut pending = Vec::new();
+    let pieces = r.manifest.ranks;
+    for round in 0..pieces.div_ceil(ranks) {
+        let k = me + round * ranks;
+        let mut shares: Vec<Share<S>> = (0..ranks).map(|_| Share { lps: Vec::new(), pending: Vec::new() }).collect();
+        let mut read = || -> Result<(), DesError> {
+            if k >= pieces {
+                return Ok(());
+            }
+            let p: Piece<S> = r.read(k).map_err(err)?;
+            if k == me && same_ranks {
+                clocks = p.clocks;
+            }
+            if k == 0 {
+                head = Some((p.gvt, p.rounds));
+            }
+            digest.merge(&p.digest);
+            committed += p.committed;
+            let owner = |id: u32, what: &str| {
+                map.owner.get(id as usize).map(|&o| o as usize).ok_or_else(|| {
+                    DesError::Config(format!("the checkpoint holds {what} {id}, beyond the model's LPs"))
+                })
             };
-            if owner as usize == me {
+            for rec in p.lps {
+                shares[owner(rec.0, "LP")?].lps.push(rec);
+            }
+            for ev in p.pending {
+                shares[owner(ev.1, "an event for LP")?].pending.push(ev);
+            }
+            Ok(())
+        };
+        let outcome = read();
+        if comm.all_reduce(&[u64::from(outcome.is_err())], ReduceOp::Max)?[0] == 1 {
+            return Err(outcome.err().unwrap_or_else(|| {
+                DesError::Config("another rank could not read its share of the checkpoint".into())
+            }));
+        }
+        let bytes = shares
+            .iter()
+            .map(|s| postcard::to_allocvec(s).map_err(|e| DesError::Config(format!("checkpoint share: {e}"))))
+            .collect::<Result<Vec<Vec<u8>>, _>>()?;
+        drop(shares);
+        for b in comm.all_to_all_v(bytes)? {
+            let share: Share<S> =
+                postcard::from_bytes(&b).map_err(|e| DesError::Config(format!("checkpoint share: {e}")))?;
+            for (id, state, count, seq, dropped) in share.lps {
                 lps[map.local[id as usize] as usize] = Some(Lp { state, key: lp_key(seed, id), count, seq, dropped });
             }
-        }
-        for (time, dest, src, seq, bytes) in p.pending {
-            if map.owner.get(dest as usize).is_some_and(|&o| o as usize == me) {
-                out.pending.push(Event { time, dest, src, seq, payload: P::from_bytes(&bytes) });
+            for (time, dest, src, seq, bytes) in share.pending {
+                pending.push(Event { time, dest, src, seq, payload: P::from_bytes(&bytes) });
             }
         }
     }
-    out.lps = lps
+    let ((g0, g1, g2), rounds) = comm.broadcast_value(0, &head)?.unwrap_or_default();
+    let digest = comm.all_merge_digest(&digest)?;
+    let committed = comm.all_reduce(&[committed], ReduceOp::Sum)?[0];
+    let lps = lps
         .into_iter()
         .enumerate()
         .map(|(i, l)| l.ok_or_else(|| DesError::Config(format!("the checkpoint lacks LP {}", map.mine[i]))))
         .collect::<Result<_, _>>()?;
-    Ok(out)
+    Ok(Restored {
+        gvt: Order { time: g0, src: g1, seq: g2 },
+        rounds,
+        lps,
+        pending,
+        digest: if me == 0 { digest } else { SetDigest::new() },
+        committed: if me == 0 { committed } else { 0 },
+        clocks,
+    })
 }
