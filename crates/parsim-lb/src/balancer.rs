@@ -247,16 +247,22 @@ impl Balancer {
 
     /// Collective: after migrating for the last rebalance, records the bytes
     /// this rank sent and its migration time (summed and maxed over ranks);
-    /// the cost `auto` weighs the next saving against is decide + migrate.
+    /// the cost `auto` weighs the next saving against is decide + migrate,
+    /// both the slowest rank's, so that every rank weighs the same cost
+    /// (each rank's own decide time made the ranks disagree on whether to
+    /// rebalance, and their collectives then no longer matched).
     pub fn migrated<C: Comm>(&mut self, comm: &C, bytes: u64, secs: f64) -> Result<(), CommError> {
         let b = comm.all_reduce(&[bytes], ReduceOp::Sum)?[0];
-        let s = comm.all_reduce(&[secs], ReduceOp::Max)?[0];
+        let decide = self.stats.events.last().map_or(0.0, |e| e.decide_s);
+        let slowest = comm.all_reduce(&[secs, decide], ReduceOp::Max)?;
+        let (s, d) = (slowest[0], slowest[1]);
         self.stats.bytes_migrated += b;
         self.stats.migrate_s += s;
         if let Some(e) = self.stats.events.last_mut() {
             e.bytes = b;
             e.migrate_s = s;
-            self.last_cost = e.decide_s + s;
+            e.decide_s = d;
+            self.last_cost = d + s;
         }
         Ok(())
     }
@@ -276,5 +282,38 @@ fn name(cfg: &Config) -> String {
     match cfg.predict {
         Predict::None => s,
         p => format!("predictive({s}, {})", format!("{p:?}").to_lowercase()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `when = "auto"` weighs a saving against the last rebalance's cost:
+    /// that cost must be the same on every rank, or the ranks disagree on
+    /// whether to rebalance and their collectives stop matching. Here the
+    /// ranks' own decide and migrate times differ by 100×.
+    #[test]
+    fn the_cost_auto_weighs_is_the_same_on_every_rank() {
+        let cfg = Config { strategy: Strategy::Greedy, every: 1, ..Config::default() };
+        let costs = parsim_comm::launch(3, |c| {
+            let me = parsim_comm::Comm::rank(&c);
+            let mut lb = Balancer::new(cfg.clone(), Chunks::grid([6, 1, 1], false), 3, 0);
+            let owner = lb.initial_map();
+            for chunk in 0..6 {
+                if owner[chunk] as usize == me {
+                    lb.record(chunk, if owner[chunk] == 0 { 5.0 } else { 1.0 }, 0.0);
+                }
+            }
+            lb.step_done();
+            let new = lb.check(&c, 1, &owner)?;
+            assert!(new.is_some(), "the costly rank's chunks move");
+            lb.stats.events.last_mut().expect("an event").decide_s = 0.001 * 10f64.powi(me as i32);
+            lb.migrated(&c, 100, 0.002 * 10f64.powi(2 - me as i32))?;
+            Ok::<_, CommError>(lb.last_cost)
+        })
+        .unwrap();
+        assert!(costs.iter().all(|&x| x == costs[0]), "{costs:?}");
+        assert_eq!(costs[0], 0.1 + 0.2);
     }
 }
