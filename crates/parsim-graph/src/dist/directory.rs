@@ -216,15 +216,18 @@ pub fn deliver_pieces<C: Comm, E: From<GraphError>>(
     // or failed to read (2, and then nothing is delivered: every rank stops
     // at once); then the round's records are delivered. A failure of `take`
     // is kept until the end, so that every rank runs the same rounds.
+    // Any error out of a round (a failure announced, or one that the
+    // delivery's own checks agreed on) is known to every rank: `stopped`
+    // then keeps this rank from announcing it once more.
     let stopped = std::cell::Cell::new(false);
     let mut kept: Option<E> = None;
     let mut round = |have: Records, word: u64, kept: &mut Option<E>| -> Result<u64> {
-        let all = comm.all_reduce(&[word], ReduceOp::Max)?[0];
+        let all = comm.all_reduce(&[word], ReduceOp::Max).inspect_err(|_| stopped.set(true))?[0];
         if all == 2 {
             stopped.set(true);
             return Err(elsewhere());
         }
-        let got = dir.deliver(comm, have)?;
+        let got = dir.deliver(comm, have).inspect_err(|_| stopped.set(true))?;
         if kept.is_none() {
             *kept = take(got).err();
         }

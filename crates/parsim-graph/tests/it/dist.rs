@@ -394,4 +394,24 @@ fn pieces_are_read_once_and_delivered_in_rounds_and_a_failure_stops_every_rank()
             }
         }
     }
+    // A record the delivery refuses (an id beyond the vertices) while one
+    // rank is still reading and the other has finished: both return the
+    // same error, neither waits for the other.
+    let got = parsim_comm::launch(2, |comm| {
+        let me = comm.rank();
+        let wants: Vec<u32> = (0..1000u32).filter(|&v| v as usize % 2 == me).collect();
+        let dir = Directory::new(&comm, 1000, &wants)?;
+        let read = |k: usize, emit: &mut Emit<'_>| {
+            if k == 1 {
+                emit(5000, &[0])?;
+                for _ in 0..200_000 {
+                    emit(1, &[0])?;
+                }
+            }
+            Ok::<_, GraphError>(())
+        };
+        Ok::<_, GraphError>(deliver_pieces(&comm, &dir, 2, read, |_| Ok(())).map_err(|e| e.to_string()))
+    })
+    .unwrap();
+    assert!(got.iter().all(|e| e.as_ref().is_err_and(|m| m.contains("5000 beyond"))), "{got:?}");
 }
