@@ -68,8 +68,8 @@ impl DistGraph {
     ///    rows coarsens and refines with most neighbours at hand; the lower
     ///    balanced cut of the two wins, and its parts travel back to the
     ///    vertices' owners. On the shared graphs at K = p = 4 this took the
-    ///    cut from hashed ids from 1.065× to 0.976× the sequential
-    ///    multilevel's (from id blocks 1.017× to 0.975×), for about twice
+    ///    cut from hashed ids from 1.058× to 0.976× the sequential
+    ///    multilevel's (from id blocks 1.016× to 0.975×), for about twice
     ///    the time.
     ///
     /// Edges count once each (weights are ignored). At one rank this is the
