@@ -106,23 +106,38 @@ impl Iterator for GhostedAt<'_> {
     }
 }
 
-/// A hash table from global id to ghost number: slots hold ghost number + 1
-/// (0: empty), at least 1.5 times as many slots as ghosts, linear probing — one
-/// cache miss per lookup where a binary search over the ghosts takes twenty.
+/// A table from global id to ghost number: slots hold ghost number + 1
+/// (0: empty). Where the ghosts fill at least half of the ids between the
+/// first and the last (a block partition of a random graph), a slot per id
+/// of that span, read directly; otherwise a hash table with at least 1.5
+/// times as many slots as ghosts and linear probing — one cache miss per
+/// lookup where a binary search over the ghosts takes twenty. Either way
+/// at most 3 slots per ghost.
 #[derive(Clone, Debug, Default)]
 struct GhostTable {
     slots: Vec<u32>,
     shift: u32,
+    /// `Some(first)`: dense, `slots[v − first]`.
+    dense: Option<u32>,
 }
 
 impl GhostTable {
+    /// The table of `ids` (ascending).
     fn new(ids: &[u32]) -> GhostTable {
-        if ids.is_empty() {
+        let (Some(&first), Some(&last)) = (ids.first(), ids.last()) else {
             return GhostTable::default();
+        };
+        let span = (last - first) as usize + 1;
+        if span <= 2 * ids.len() {
+            let mut slots = vec![0u32; span];
+            for (j, &v) in ids.iter().enumerate() {
+                slots[(v - first) as usize] = j as u32 + 1;
+            }
+            return GhostTable { slots, shift: 0, dense: Some(first) };
         }
         // A load between 1/3 and 2/3.
         let bits = (ids.len() + ids.len() / 2).next_power_of_two().trailing_zeros().max(1);
-        let mut t = GhostTable { slots: vec![0; 1 << bits], shift: 64 - bits };
+        let mut t = GhostTable { slots: vec![0; 1 << bits], shift: 64 - bits, dense: None };
         let mask = t.slots.len() - 1;
         for (j, &v) in ids.iter().enumerate() {
             let mut h = t.hash(v);
@@ -149,6 +164,13 @@ impl GhostTable {
             out.resize(vs.len(), u32::MAX);
             return;
         }
+        if let Some(first) = self.dense {
+            out.extend(
+                vs.iter()
+                    .map(|&v| self.slots.get(v.wrapping_sub(first) as usize).map_or(u32::MAX, |&s| s.wrapping_sub(1))),
+            );
+            return;
+        }
         out.extend(vs.iter().map(|&v| self.slots[self.hash(v)]));
         for (o, &v) in out.iter_mut().zip(vs) {
             *o = match *o {
@@ -165,6 +187,12 @@ impl GhostTable {
         if self.slots.is_empty() {
             return None;
         }
+        if let Some(first) = self.dense {
+            return match self.slots.get(v.wrapping_sub(first) as usize) {
+                Some(&s) if s != 0 => Some(s as usize - 1),
+                _ => None,
+            };
+        }
         let mask = self.slots.len() - 1;
         let mut h = self.hash(v);
         loop {
@@ -175,6 +203,36 @@ impl GhostTable {
             }
         }
     }
+}
+
+/// The distinct values of `v`, ascending: by a bitmap over their span where
+/// it takes no more memory than `v` itself, else by sorting.
+fn distinct_ascending(mut v: Vec<u32>) -> Vec<u32> {
+    let (Some(&lo), Some(&hi)) = (v.iter().min(), v.iter().max()) else {
+        return Vec::new();
+    };
+    let words = ((hi - lo) as usize >> 6) + 1;
+    if words > v.len() / 2 {
+        v.sort_unstable();
+        v.dedup();
+        v.shrink_to_fit();
+        return v;
+    }
+    let mut bits = vec![0u64; words];
+    for &x in &v {
+        let d = (x - lo) as usize;
+        bits[d >> 6] |= 1 << (d & 63);
+    }
+    drop(v);
+    let mut out = Vec::with_capacity(bits.iter().map(|w| w.count_ones() as usize).sum());
+    for (k, &w) in bits.iter().enumerate() {
+        let mut w = w;
+        while w != 0 {
+            out.push(lo + (k as u32) * 64 + w.trailing_zeros());
+            w &= w - 1;
+        }
+    }
+    out
 }
 
 /// Row offsets: 4 bytes per row while the rows hold fewer than 2³² entries.
@@ -490,5 +548,50 @@ impl DistGraph {
             }
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{distinct_ascending, GhostTable};
+
+    fn lcg(x: &mut u64) -> u32 {
+        *x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (*x >> 33) as u32
+    }
+
+    #[test]
+    fn distinct_values_come_out_ascending_by_bitmap_or_by_sort() {
+        let mut x = 7u64;
+        // Dense (a bitmap) and sparse (a sort), with repeats.
+        for (len, span) in [(0usize, 1u32), (1, 1), (5000, 3000), (5000, 40_000), (5000, 1 << 31)] {
+            let v: Vec<u32> = (0..len).map(|_| 1000 + lcg(&mut x) % span).collect();
+            let mut want = v.clone();
+            want.sort_unstable();
+            want.dedup();
+            assert_eq!(distinct_ascending(v), want, "{len} values over {span}");
+        }
+    }
+
+    #[test]
+    fn ghost_tables_find_every_ghost_and_nothing_else_dense_or_hashed() {
+        let mut x = 11u64;
+        for span in [600u32, 1500, 1 << 30] {
+            let ids = distinct_ascending((0..500).map(|_| 50 + lcg(&mut x) % span).collect());
+            let t = GhostTable::new(&ids);
+            assert_eq!(t.dense.is_some(), ((ids[ids.len() - 1] - ids[0]) as usize) < 2 * ids.len());
+            for (j, &v) in ids.iter().enumerate() {
+                assert_eq!(t.find(&ids, v), Some(j));
+            }
+            let probes: Vec<u32> = (0..2000).map(|_| lcg(&mut x) % (span + 200)).chain([0, u32::MAX]).collect();
+            let mut many = Vec::new();
+            t.find_many(&ids, &probes, &mut many);
+            for (&v, &m) in probes.iter().zip(&many) {
+                let want = ids.binary_search(&v).ok();
+                assert_eq!(t.find(&ids, v), want, "id {v}");
+                assert_eq!(m, want.map_or(u32::MAX, |j| j as u32), "id {v}");
+            }
+        }
+        assert!(GhostTable::new(&[]).find(&[], 3).is_none());
     }
 }

@@ -151,13 +151,20 @@ impl DistGraph {
             )));
         }
         // Ghosts: the neighbours not owned here, ascending.
-        let mut ghost_ids: Vec<u32> = adj.iter().copied().filter(|&u| owned.local(u).is_none()).collect();
-        ghost_ids.sort_unstable();
-        ghost_ids.dedup();
-        ghost_ids.shrink_to_fit();
+        let ghost_ids = super::distinct_ascending(match owned {
+            Owned::Block(lo, hi) => not_in_block(&adj, lo, hi),
+            _ => adj.iter().copied().filter(|&u| owned.local(u).is_none()).collect(),
+        });
         let ghost_table = GhostTable::new(&ghost_ids);
         // Rows to local ids, owned neighbours first (both parts keep global id order).
         let mut cut = 0usize;
+        let fast = match (&owned, ghost_table.dense, &weight, &layer) {
+            (&Owned::Block(lo, hi), Some(first), None, None) => {
+                cut = split_block_rows(&xadj, &mut adj, (lo, hi), (first, &ghost_table.slots));
+                true
+            }
+            _ => false,
+        };
         let mut tmp: Vec<(u32, f64, u8)> = Vec::new();
         let put = |at: usize,
                    (x, w, l): (u32, f64, u8),
@@ -176,7 +183,7 @@ impl DistGraph {
         // that the lookups' cache misses overlap.
         let (mut block_end, mut next) = (0usize, 0usize);
         let (mut vs, mut found): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
-        for i in 0..n_owned {
+        for i in (0..n_owned).filter(|_| !fast) {
             if i == block_end {
                 block_end = (i + 4096).min(n_owned);
                 vs.clear();
@@ -233,12 +240,18 @@ impl DistGraph {
         let mut send = vec![Vec::new(); peers.len()];
         let (mut bnd, mut bxadj, mut bent) = (Vec::new(), vec![0u32], Vec::new());
         let mut seen: Vec<u32> = Vec::new();
+        let one_peer = peers.len() == 1;
         for i in 0..n_owned {
             let row = &adj[xadj[i] as usize..xadj[i + 1] as usize];
-            let first_ghost = row.partition_point(|&l| (l as usize) < n_owned);
-            if first_ghost == row.len() {
+            if row.last().is_none_or(|&l| (l as usize) < n_owned) {
                 continue;
             }
+            bnd.push(i as u32);
+            if one_peer {
+                // The lists are implicit (see below).
+                continue;
+            }
+            let first_ghost = row.partition_point(|&l| (l as usize) < n_owned);
             seen.clear();
             seen.extend(row[first_ghost..].iter().map(|&l| ghost_peer[l as usize - n_owned]));
             seen.sort_unstable();
@@ -247,7 +260,6 @@ impl DistGraph {
                 bent.push((q, send[q as usize].len() as u32));
                 send[q as usize].push(i as u32);
             }
-            bnd.push(i as u32);
             bxadj.push(bent.len() as u32);
         }
         // One neighbouring rank: its lists are implicit (see DistGraph).
@@ -284,4 +296,54 @@ impl DistGraph {
             ghost_peer,
         })
     }
+}
+
+/// The entries of `adj` outside `lo..hi`, in order: written at every step
+/// and kept by advancing the end, so that a random mix of owned and ghost
+/// neighbours costs no mispredicted branches.
+fn not_in_block(adj: &[u32], lo: u32, hi: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let mut buf = [0u32; 4096];
+    for part in adj.chunks(buf.len()) {
+        let mut k = 0;
+        for &u in part {
+            buf[k] = u;
+            k += usize::from(u.wrapping_sub(lo) >= hi - lo);
+        }
+        out.extend_from_slice(&buf[..k]);
+    }
+    out
+}
+
+/// Rewrites block-owned rows of global ids in place as local ids, owned
+/// neighbours first, then ghosts, each part in global id order (as the
+/// general path in [`DistGraph::from_rows`] does), for a dense ghost table
+/// (`slots[v − first]` = ghost number + 1); returns the ghost entries.
+/// Every entry is written to both candidate places and the right one
+/// advanced, without a branch on whether it is owned.
+fn split_block_rows(xadj: &[u64], adj: &mut [u32], (lo, hi): (u32, u32), (first, slots): (u32, &[u32])) -> usize {
+    let n_owned = (hi - lo) as usize;
+    let last = slots.len() - 1;
+    let mut ghosts: Vec<u32> = Vec::new();
+    let mut cut = 0;
+    for i in 0..n_owned {
+        let r = xadj[i] as usize..xadj[i + 1] as usize;
+        ghosts.clear();
+        ghosts.resize(r.len(), 0);
+        let (mut at, mut t) = (r.start, 0);
+        for e in r.clone() {
+            let u = adj[e];
+            let own = u.wrapping_sub(lo) < hi - lo;
+            let d = u.wrapping_sub(first) as usize;
+            let slot = slots[d.min(last)];
+            adj[at] = u.wrapping_sub(lo);
+            ghosts[t] = (n_owned as u32).wrapping_add(slot).wrapping_sub(1);
+            at += usize::from(own);
+            t += usize::from(!own);
+        }
+        debug_assert!(ghosts[..t].iter().all(|&x| (x as usize) >= n_owned), "every ghost is in the table");
+        adj[at..r.end].copy_from_slice(&ghosts[..t]);
+        cut += t;
+    }
+    cut
 }

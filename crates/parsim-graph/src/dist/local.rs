@@ -19,6 +19,38 @@ pub fn block_owner(n: usize, ranks: usize, v: u32) -> u32 {
     (u64::from(v) * ranks as u64 / n.max(1) as u64) as u32
 }
 
+/// [`block_owner`] for many ids of one `(n, ranks)`: a multiplication by
+/// the reciprocal and two comparisons that are almost never true, instead
+/// of an integer division per id (a construction asks once per endpoint).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BlockOwners {
+    n: u64,
+    ranks: u64,
+    scale: f64,
+}
+
+impl BlockOwners {
+    pub(crate) fn new(n: usize, ranks: usize) -> BlockOwners {
+        let n = n.max(1) as u64;
+        BlockOwners { n, ranks: ranks as u64, scale: 1.0 / n as f64 }
+    }
+
+    /// Exactly `block_owner(n, ranks, v)`: `v·ranks` < 2⁵³ is exact in an
+    /// `f64`, the product with the rounded reciprocal is off by at most one
+    /// and the comparisons correct it.
+    #[inline]
+    pub(crate) fn of(&self, v: u32) -> u32 {
+        let x = u64::from(v) * self.ranks;
+        let mut q = (x as f64 * self.scale) as u64;
+        if q * self.n > x {
+            q -= 1;
+        } else if (q + 1) * self.n <= x {
+            q += 1;
+        }
+        q as u32
+    }
+}
+
 /// The ids rank `r` owns under [`block_owner`]: `lo..hi`.
 ///
 /// ```
@@ -135,15 +167,18 @@ impl DistGraph {
         // chunk, the endpoints owned elsewhere travel to their owners, so no
         // rank ever holds more than one chunk of them.
         let chunks = (comm.all_reduce(&[units as u64], ReduceOp::Max)?[0] as usize).div_ceil(8).clamp(1, CHUNKS);
-        let by_range = |flat: Vec<u32>| Piece::by_range(flat, stride, shift, nr);
+        let by_range = |flat: &[u32]| Piece::by_range(flat, stride, shift, nr, lo);
+        let owners = BlockOwners::new(n, p);
         // One chunk's endpoints owned here, [w − lo, o (, layer)], per piece of work, by row range.
         let chunk = |c: usize| -> Result<(u64, Vec<Piece>)> {
             let outs: Vec<(u64, Piece, Buckets)> = (c * units / chunks..(c + 1) * units / chunks)
                 .into_par_iter()
                 .map(|k| {
                     let mut loops = 0u64;
+                    // Every endpoint goes to its owner's buffer, this rank's
+                    // own included: an index, not a branch the processor
+                    // mispredicts for a random half of the endpoints.
                     let mut out: Vec<Vec<u32>> = vec![Vec::new(); p];
-                    let mut mine: Vec<u32> = Vec::new();
                     gen(k, &mut |u, v, l| {
                         if u as usize >= n || v as usize >= n {
                             bad.store(true, Ordering::Relaxed);
@@ -155,18 +190,16 @@ impl DistGraph {
                         }
                         let ends: &[(u32, u32)] = if directed { &[(u, v)] } else { &[(u, v), (v, u)] };
                         for &(w, o) in ends {
-                            let (q, w) = if (lo..hi).contains(&w) {
-                                (&mut mine, w - lo)
-                            } else {
-                                (&mut out[block_owner(n, p, w) as usize], w)
-                            };
-                            q.extend_from_slice(&[w, o]);
+                            let q = if p == 1 { 0 } else { owners.of(w) as usize };
+                            let b = &mut out[q];
+                            b.extend_from_slice(&[w, o]);
                             if layered {
-                                q.push(u32::from(l));
+                                b.push(u32::from(l));
                             }
                         }
                     });
-                    (loops, by_range(mine), out)
+                    let mine = std::mem::take(&mut out[me]);
+                    (loops, by_range(&mine), out)
                 })
                 .collect();
             let mut loops = 0u64;
@@ -180,18 +213,7 @@ impl DistGraph {
                 }
             }
             let got = exchange_in_rounds(comm, parts, ROUND_BYTES)?;
-            pieces.extend(
-                got.par_iter()
-                    .flat_map(|g| g.par_chunks(stride << 16))
-                    .map(|g| {
-                        let mut mine = g.to_vec();
-                        for e in mine.chunks_exact_mut(stride) {
-                            e[0] -= lo;
-                        }
-                        by_range(mine)
-                    })
-                    .collect::<Vec<_>>(),
-            );
+            pieces.extend(got.par_iter().flat_map(|g| g.par_chunks(stride << 16)).map(by_range).collect::<Vec<_>>());
             Ok((loops, pieces))
         };
         // Pass 1: count the endpoints of every owned row.
@@ -284,24 +306,24 @@ struct Piece {
 }
 
 impl Piece {
-    /// Groups `flat`'s records by range with one counting pass and one scatter.
-    fn by_range(flat: Vec<u32>, stride: usize, shift: u32, ranges: usize) -> Piece {
+    /// Groups `flat`'s records by range with one counting pass and one
+    /// scatter, their rows made local (`row − lo`) on the way.
+    fn by_range(flat: &[u32], stride: usize, shift: u32, ranges: usize, lo: u32) -> Piece {
         let mut off = vec![0u32; ranges + 1];
         for e in flat.chunks_exact(stride) {
-            off[(e[0] >> shift) as usize + 1] += stride as u32;
+            off[((e[0] - lo) >> shift) as usize + 1] += stride as u32;
         }
         for r in 0..ranges {
             off[r + 1] += off[r];
         }
-        if ranges == 1 {
-            return Piece { data: flat, off };
-        }
         let mut at = off[..ranges].to_vec();
         let mut data = vec![0u32; flat.len()];
         for e in flat.chunks_exact(stride) {
-            let r = (e[0] >> shift) as usize;
+            let row = e[0] - lo;
+            let r = (row >> shift) as usize;
             let a = at[r] as usize;
             data[a..a + stride].copy_from_slice(e);
+            data[a] = row;
             at[r] += stride as u32;
         }
         Piece { data, off }
@@ -352,4 +374,29 @@ fn sort_rows(xadj: &[u64], adj: &mut [u32], lay: Option<&mut [u8]>) -> u64 {
             dups
         })
         .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{block_owner, BlockOwners};
+
+    #[test]
+    fn block_owners_agree_with_the_division_everywhere_it_could_round() {
+        for n in [1usize, 2, 3, 7, 10, 999, 1 << 20, 1_000_003, u32::MAX as usize - 1] {
+            for ranks in [1usize, 2, 3, 4, 5, 7, 64, 1000, 65_535] {
+                let o = BlockOwners::new(n, ranks);
+                // Every block's first and last ids and their neighbours, and a stride through the rest.
+                let mut vs: Vec<u64> = (0..=ranks as u64)
+                    .flat_map(|r| {
+                        let a = (r * n as u64).div_ceil(ranks as u64);
+                        [a.saturating_sub(1), a, a + 1]
+                    })
+                    .collect();
+                vs.extend((0..n as u64).step_by((n / 5000).max(1)));
+                for v in vs.into_iter().filter(|&v| v < n as u64) {
+                    assert_eq!(o.of(v as u32), block_owner(n, ranks, v as u32), "n {n}, ranks {ranks}, v {v}");
+                }
+            }
+        }
+    }
 }

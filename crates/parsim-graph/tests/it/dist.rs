@@ -103,6 +103,43 @@ fn generated_views_equal_the_views_of_the_sequential_graph() {
     }
 }
 
+/// Everything a view exposes, in the order it exposes it (local ids as they are).
+fn whole_view(d: &DistGraph) -> impl PartialEq + std::fmt::Debug {
+    let rows: Vec<Vec<u32>> = (0..d.owned()).map(|i| d.neighbours(i).to_vec()).collect();
+    let lists: Vec<(Vec<u32>, Vec<u32>)> =
+        (0..d.peers().len()).map(|q| (d.send_list(q).to_vec(), d.recv_list(q).to_vec())).collect();
+    let at: Vec<Vec<(u32, u32)>> = (0..d.owned()).map(|i| d.ghosted_at(i).collect()).collect();
+    let owners: Vec<usize> = (d.owned()..d.owned() + d.ghosts()).map(|l| d.ghost_owner(l)).collect();
+    (rows, d.ghost_ids().to_vec(), d.peers().to_vec(), lists, d.boundary_ids().to_vec(), at, owners, d.cut_edges())
+}
+
+#[test]
+fn block_rows_without_weights_take_the_fast_path_to_the_same_view() {
+    // Random graphs split into id blocks: ghosts fill their span (a direct
+    // table, rows split without branches) for few ranks, and are sparse in
+    // it on a larger graph with many ranks and few edges (a hash table).
+    for (n, m, ranks) in [(600u32, 3000usize, 2usize), (600, 3000, 3), (600, 3000, 5), (20_000, 3000, 4), (1, 0, 1)] {
+        let g = random(n, m, u64::from(n) + ranks as u64);
+        for r in 0..ranks {
+            let (lo, hi) = parsim_graph::block_range(n as usize, ranks, r);
+            let owner = |v: u32| parsim_graph::block_owner(n as usize, ranks, v);
+            let plain = parsim_graph::Rows::of(&g, parsim_graph::Owned::Block(lo, hi));
+            let mut weighted = plain.clone();
+            weighted.weight = Some(vec![1.0; weighted.adj.len()]);
+            let fast = DistGraph::from_rows(r, ranks, plain, &owner).unwrap();
+            let general = DistGraph::from_rows(r, ranks, weighted, &owner).unwrap();
+            assert_eq!(whole_view(&fast), whole_view(&general), "n {n}, ranks {ranks}, rank {r}");
+            for l in fast.owned()..fast.owned() + fast.ghosts() {
+                assert_eq!(fast.ghost_local(fast.global(l)), Some(l));
+            }
+            for v in 0..n {
+                let want = if (lo..hi).contains(&v) { Some((v - lo) as usize) } else { general.local(v) };
+                assert_eq!(fast.local(v), want, "id {v}");
+            }
+        }
+    }
+}
+
 #[test]
 fn a_generator_naming_a_vertex_beyond_the_graph_is_refused_on_every_rank() {
     let got = parsim_comm::launch(2, |comm| {
