@@ -19,29 +19,43 @@ pub fn block_owner(n: usize, ranks: usize, v: u32) -> u32 {
     (u64::from(v) * ranks as u64 / n.max(1) as u64) as u32
 }
 
-/// [`block_owner`] for many ids of one `(n, ranks)`: a multiplication by
-/// the reciprocal and two comparisons that are almost never true, instead
-/// of an integer division per id (a construction asks once per endpoint).
+/// [`block_owner`] for many ids of one `(n, ranks)`, without an integer
+/// division per id (a construction asks once per endpoint): for up to 8
+/// ranks, the count of block starts at or below the id; beyond, a
+/// multiplication by the reciprocal and two comparisons that are almost
+/// never true.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct BlockOwners {
     n: u64,
     ranks: u64,
     scale: f64,
+    /// The first ids of blocks 1..ranks (up to 8 ranks; unused entries `u32::MAX`).
+    starts: [u32; 7],
 }
 
 impl BlockOwners {
     pub(crate) fn new(n: usize, ranks: usize) -> BlockOwners {
+        let mut starts = [u32::MAX; 7];
+        if ranks <= 8 {
+            for (r, s) in starts.iter_mut().enumerate().take(ranks.saturating_sub(1)) {
+                *s = block_range(n, ranks, r + 1).0;
+            }
+        }
         let n = n.max(1) as u64;
-        BlockOwners { n, ranks: ranks as u64, scale: 1.0 / n as f64 }
+        BlockOwners { n, ranks: ranks as u64, scale: 1.0 / n as f64, starts }
     }
 
-    /// Exactly `block_owner(n, ranks, v)`: `v·ranks` < 2⁵³ is exact in an
-    /// `f64`, the product with the rounded reciprocal is off by at most one
-    /// and the comparisons correct it.
+    /// Exactly `block_owner(n, ranks, v)`. Beyond 8 ranks: `v·ranks` < 2⁵³
+    /// is exact in an `f64` (and an `i64`, whose conversions are single
+    /// instructions), the product with the rounded reciprocal is off by at
+    /// most one and the comparisons correct it.
     #[inline]
     pub(crate) fn of(&self, v: u32) -> u32 {
+        if self.ranks <= 8 {
+            return self.starts.iter().map(|&s| u32::from(v >= s)).sum();
+        }
         let x = u64::from(v) * self.ranks;
-        let mut q = (x as f64 * self.scale) as u64;
+        let mut q = ((x as i64) as f64 * self.scale) as i64 as u64;
         if q * self.n > x {
             q -= 1;
         } else if (q + 1) * self.n <= x {
