@@ -31,10 +31,11 @@
 //! Guarantees: the same key gives the same numbers on every machine; the exact
 //! sum is correctly rounded; clocks charge every nanosecond of a rank to
 //! exactly one phase.
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
 mod digest;
 mod exact_sum;
+mod fixed_block;
 pub mod io;
 pub mod mem;
 mod phase;

@@ -546,9 +546,10 @@ fn total_of<C: Comm, T: Cell>(comm: &C, f: &Field<T>, pool: Option<&rayon::Threa
 
 /// This rank's exact sum of the owned cells of `new`, of `(new − old)²` if
 /// `old` is given, and whether a cell is not finite: rows shared among the
-/// pool's threads, each adding into its own [`BlockSum`] (about a
-/// nanosecond a cell), merged exactly, so the sums do not depend on the
-/// threads.
+/// pool's threads, each adding into its own [`BlockSum`] (fixed-point
+/// blocks in AVX2 where the CPU has it: about 3 ns a cell for both sums on
+/// one core at 4096², against 5.5 through the scalar buckets), merged
+/// exactly, so the sums do not depend on the threads.
 fn sums<T: Cell>(
     new: &Field<T>,
     old: Option<&Field<T>>,
