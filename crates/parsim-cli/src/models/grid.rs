@@ -177,6 +177,7 @@ impl GridConfig {
         let output_every = t.int("output_every", Some(0), 0..=1 << 40)?;
         let png = t.boolean("png", false)?;
         let huge_pages = t.boolean("huge_pages", true)?;
+        let temporal_blocking = t.boolean("temporal_blocking", true)?;
         let threads_per_rank = t.int("threads_per_rank", Some(threads as u64), 1..=1024)? as usize;
         let inits: &[&str] = if stencil == StencilKind::Life {
             &["random", "glider", "gun"]
@@ -202,6 +203,7 @@ impl GridConfig {
         spec.png = png;
         spec.threads_per_rank = threads_per_rank;
         spec.huge_pages = huge_pages;
+        spec.temporal_blocking = temporal_blocking;
         Ok(GridConfig { spec, stencil, single, alpha, init })
     }
 
@@ -390,6 +392,7 @@ fn go<C: Comm, T: Cell, S: Stencil<T>>(
             "setup_s": setup_s,
             "reduce_s": reduce_s,
             "stream_stores": report.stream_stores,
+            "blocked_steps": report.blocked_steps,
             "run_s": secs,
             "total": last.map(|r| r.total),
             "residual": last.map(|r| r.residual),

@@ -116,3 +116,66 @@ fn streaming_stores_give_the_same_field() {
         }
     }
 }
+
+#[test]
+fn temporal_blocking_gives_the_same_field_and_skips_steps_that_need_it() {
+    // A step-dependent source term checks that each level of a wavefront
+    // computes its own step; radius 2 checks the wave's lag.
+    let source = parsim_grid::CellFn::new(1, parsim_grid::Reach::Star, |n: &parsim_grid::Neighbourhood<'_, f64>| {
+        n.centre()
+            + 0.1 * (n.get(0, -1, 0) + n.get(0, 1, 0) + n.get(0, 0, -1) + n.get(0, 0, 1) - 4.0 * n.centre())
+            + 1e-3 * (n.step() % 5) as f64
+    });
+    let wide = parsim_grid::CellFn::new(2, parsim_grid::Reach::Star, |n: &parsim_grid::Neighbourhood<'_, f64>| {
+        n.centre() + 0.05 * (n.get(0, -2, 0) + n.get(0, 2, 0) + n.get(0, 0, -1) + n.get(0, 0, 1) - 4.0 * n.centre())
+    });
+    let steps = 17;
+    for b in [Boundary::Periodic, Boundary::Dirichlet(0.25)] {
+        for reduce_every in [0, 7] {
+            for k in [2usize, 3, 5] {
+                let mut spec = GridSpec::new(vec![64, 45], steps);
+                spec.boundary = vec![b];
+                spec.reduce_every = reduce_every;
+                spec.deep_halo = k;
+                spec.temporal_blocking = false;
+                let plain2 = run_on(1, &spec, &source, &noise);
+                let plain_wide = run_on(1, &spec, &wide, &noise);
+                let mut spec3 = spec.clone();
+                spec3.size = vec![30, 24, 22];
+                let plain3 = run_on(1, &spec3, &Heat7 { alpha: 0.1 }, &noise);
+                assert_eq!(plain2.blocked_steps, 0);
+                spec.temporal_blocking = true;
+                spec3.temporal_blocking = true;
+                // Blocks start at multiples of k, fit before the end, and
+                // need nothing from their inner steps.
+                let blocked = (0..steps / k as u64)
+                    .map(|i| i * k as u64)
+                    .filter(|s| (s + 1..s + k as u64).all(|d| reduce_every == 0 || d % reduce_every != 0))
+                    .count() as u64
+                    * k as u64;
+                for p in [1, 2, 3] {
+                    let what = format!("{b:?}, reduce every {reduce_every}, deep halo {k}, {p} ranks");
+                    let r = run_on(p, &spec, &source, &noise);
+                    assert_eq!(r.digest, plain2.digest, "2-D, {what}");
+                    assert_eq!(r.reductions, plain2.reductions, "2-D, {what}");
+                    assert_eq!(r.blocked_steps, blocked, "2-D, {what}");
+                    assert!(blocked > 0);
+                    assert_eq!(run_on(p, &spec, &wide, &noise).digest, plain_wide.digest, "radius 2, {what}");
+                    let r3 = run_on(p, &spec3, &Heat7 { alpha: 0.1 }, &noise);
+                    assert_eq!(r3.digest, plain3.digest, "3-D, {what}");
+                    assert_eq!(r3.reductions, plain3.reductions, "3-D, {what}");
+                    assert_eq!(r3.blocked_steps, blocked, "3-D, {what}");
+                }
+                // Two threads per rank, or a Neumann edge: steps one by one.
+                let mut threads = spec.clone();
+                threads.threads_per_rank = 2;
+                let r = run_on(2, &threads, &source, &noise);
+                assert_eq!((r.digest, r.blocked_steps), (plain2.digest, 0));
+            }
+        }
+    }
+    let mut neumann = GridSpec::new(vec![30, 20], 8);
+    neumann.boundary = vec![Boundary::Neumann];
+    neumann.deep_halo = 2;
+    assert_eq!(run_on(2, &neumann, &Heat5 { alpha: 0.2 }, &noise).blocked_steps, 0);
+}
