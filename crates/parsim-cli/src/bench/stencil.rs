@@ -39,6 +39,9 @@ pub struct Row {
     pub threads: usize,
     /// Halo exchange overlapped with the interior.
     pub overlap: bool,
+    /// Halo depth: with k > 1 the k steps between exchanges run as one
+    /// wavefront (temporal blocking).
+    pub deep_halo: usize,
     /// Steps timed.
     pub steps: u64,
     /// Cell updates per second (median of the repetitions), in G/s.
@@ -115,22 +118,31 @@ fn init(g: [usize; 3]) -> f64 {
 /// Steady-state cell updates per second (G/s) of parsim on `size`: the
 /// steps after [`WARM`] up to the last, which is not timed (it also takes
 /// the final reduction); and the final exact total, to check the problem.
+/// With a deep halo of k, timing starts at the end of a wavefront of k
+/// steps (a wavefront reports its steps when it ends), so the warm-up is
+/// [`WARM`] rounded up to k and the timed steps are as many fewer; the run
+/// has as many steps as the reference's.
+#[allow(clippy::too_many_arguments)]
 fn time<S: Stencil<f64>>(
     stencil: &S,
     size: &[usize],
     ranks: usize,
     threads: usize,
     overlap: bool,
+    deep_halo: usize,
     steps: u64,
 ) -> Result<(f64, f64)> {
+    let k = deep_halo as u64;
+    let warm = WARM.div_ceil(k) * k;
     let mut spec = GridSpec::new(size.to_vec(), WARM + steps + 1);
     spec.threads_per_rank = threads;
     spec.overlap = overlap;
+    spec.deep_halo = deep_halo;
     spec.boundary = vec![Boundary::Dirichlet(0.0)];
     let got = parsim_comm::launch(ranks, |comm| {
         let (mut first, mut last) = (None, None);
         let r = parsim_grid::run(&comm, &spec, stencil, &init, &mut |s| {
-            if s == WARM {
+            if s == warm {
                 first = Some(Instant::now());
             }
             if s == WARM + steps {
@@ -146,7 +158,7 @@ fn time<S: Stencil<f64>>(
     .map_err(|e| anyhow::anyhow!("{e}"))?;
     let secs = got.iter().map(|g| g.0).fold(0.0, f64::max);
     let cells: usize = size.iter().product();
-    Ok((cells as f64 * steps as f64 / secs / 1e9, got[0].1))
+    Ok((cells as f64 * (WARM + steps - warm) as f64 / secs / 1e9, got[0].1))
 }
 
 /// The same for the plain reference kernel ([`Reference`]).
@@ -179,13 +191,15 @@ pub fn run(out: PathBuf, quick: bool) -> Result<()> {
     let (b2, b3) = if quick { (vec![1024, 1024], vec![96, 96, 96]) } else { (vec![8192, 8192], vec![512, 512, 512]) };
     let cells = |s: &[usize]| s.iter().product::<usize>() as f64;
     let steps_for = |s: &[usize]| ((if quick { 2e7 } else { 1.5e9 }) / cells(s)).clamp(30.0, 600.0) as u64;
-    let configs: Vec<(usize, usize, bool)> = vec![(1, 1, true), (1, 2, true), (2, 1, true), (2, 1, false)];
+    // (ranks, threads, overlap, deep halo); the last two rows are temporally blocked.
+    let configs: Vec<(usize, usize, bool, usize)> =
+        vec![(1, 1, true, 1), (1, 2, true, 1), (2, 1, true, 1), (2, 1, false, 1), (1, 1, true, 4), (2, 1, true, 4)];
     let reps = if quick { 1 } else { 3 };
     let mut rows = Vec::new();
     let mut refs = Vec::new();
     println!(
-        "{:>7} {:>16} {:>5} {:>7} {:>7} {:>6} {:>8} {:>8} {:>9} {:>9}",
-        "stencil", "size", "ranks", "threads", "overlap", "steps", "G upd/s", "vs ref", "of 16B", "of 24B"
+        "{:>7} {:>16} {:>5} {:>7} {:>7} {:>4} {:>6} {:>8} {:>8} {:>9} {:>9}",
+        "stencil", "size", "ranks", "threads", "overlap", "halo", "steps", "G upd/s", "vs ref", "of 16B", "of 24B"
     );
     for (name, size) in [("heat5", &s2), ("heat5", &b2), ("heat7", &s3), ("heat7", &b3)] {
         let steps = steps_for(size);
@@ -205,10 +219,11 @@ pub fn run(out: PathBuf, quick: bool) -> Result<()> {
                 best[threads - 1] = best[threads - 1].max(gups);
                 let store = if nt { "streaming" } else { "ordinary" };
                 println!(
-                    "{:>7} {:>16} {:>13} {:>7} {:>6} {:>8.3}   reference, {store} stores",
+                    "{:>7} {:>16} {:>13} {:>7} {:>4} {:>6} {:>8.3}   reference, {store} stores",
                     name,
                     format!("{size:?}"),
                     threads,
+                    "",
                     "",
                     steps,
                     gups
@@ -216,12 +231,12 @@ pub fn run(out: PathBuf, quick: bool) -> Result<()> {
                 refs.push(RefRow { stencil: name.into(), size: size.clone(), threads, streaming: nt, steps, gups });
             }
         }
-        for &(ranks, threads, overlap) in &configs {
+        for &(ranks, threads, overlap, deep_halo) in &configs {
             let mut v = Vec::new();
             for _ in 0..reps {
                 let (g, total) = match name {
-                    "heat5" => time(&Heat5 { alpha }, size, ranks, threads, overlap, steps)?,
-                    _ => time(&Heat7 { alpha }, size, ranks, threads, overlap, steps)?,
+                    "heat5" => time(&Heat5 { alpha }, size, ranks, threads, overlap, deep_halo, steps)?,
+                    _ => time(&Heat7 { alpha }, size, ranks, threads, overlap, deep_halo, steps)?,
                 };
                 if want.is_some_and(|w: f64| w.to_bits() != total.to_bits()) {
                     anyhow::bail!(
@@ -240,6 +255,7 @@ pub fn run(out: PathBuf, quick: bool) -> Result<()> {
                 ranks,
                 threads,
                 overlap,
+                deep_halo,
                 steps,
                 gups,
                 vs_reference: gups / best[cores - 1],
@@ -247,12 +263,13 @@ pub fn run(out: PathBuf, quick: bool) -> Result<()> {
                 frac_24b: gups * 24.0 / bw,
             };
             println!(
-                "{:>7} {:>16} {:>5} {:>7} {:>7} {:>6} {:>8.3} {:>7.2}× {:>8.1}% {:>8.1}%",
+                "{:>7} {:>16} {:>5} {:>7} {:>7} {:>4} {:>6} {:>8.3} {:>7.2}× {:>8.1}% {:>8.1}%",
                 row.stencil,
                 format!("{:?}", row.size),
                 ranks,
                 threads,
                 overlap,
+                deep_halo,
                 steps,
                 gups,
                 row.vs_reference,
@@ -263,6 +280,7 @@ pub fn run(out: PathBuf, quick: bool) -> Result<()> {
         }
     }
     println!("vs ref: parsim's steady-state rate over the best reference variant on as many cores, same run, same final bits");
+    println!("halo 4: deep halo of 4, the 4 steps between exchanges as one wavefront (temporal blocking)");
     let b = StencilBench { stream: streams, reference: refs, rows };
     write_atomic(&out, serde_json::to_string_pretty(&b)?.as_bytes())?;
     println!("wrote {}", out.display());

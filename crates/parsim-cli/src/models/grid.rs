@@ -178,6 +178,7 @@ impl GridConfig {
         let png = t.boolean("png", false)?;
         let huge_pages = t.boolean("huge_pages", true)?;
         let temporal_blocking = t.boolean("temporal_blocking", true)?;
+        let wave_cache_kib = t.int("wave_cache_kib", Some(256), 1..=1 << 20)? as usize;
         let threads_per_rank = t.int("threads_per_rank", Some(threads as u64), 1..=1024)? as usize;
         let inits: &[&str] = if stencil == StencilKind::Life {
             &["random", "glider", "gun"]
@@ -204,6 +205,7 @@ impl GridConfig {
         spec.threads_per_rank = threads_per_rank;
         spec.huge_pages = huge_pages;
         spec.temporal_blocking = temporal_blocking;
+        spec.wave_cache_bytes = wave_cache_kib << 10;
         Ok(GridConfig { spec, stencil, single, alpha, init })
     }
 
