@@ -55,8 +55,9 @@ pub struct GridSpec {
     /// of a row follows step j of the rows just below it, so a row is read
     /// from memory once per k steps instead of once per step. Used where
     /// nothing needs the field between those steps (no reduction, output or
-    /// checkpoint there), with one thread per rank and no Neumann edge;
-    /// results are identical either way.
+    /// checkpoint there) and no edge is Neumann; with several threads per
+    /// rank they share each level of a chunk of waves. Results are
+    /// identical either way.
     pub temporal_blocking: bool,
     /// Bytes of cache a wavefront's rows in flight (of both arrays) may
     /// take: the axis after the wave's is cut into tiles to fit (256 KiB by
@@ -269,85 +270,6 @@ impl<T: Cell, S: Stencil<T>> Kernel<'_, T, S> {
     }
 }
 
-impl<T: Cell, S: Stencil<T>> Kernel<'_, T, S> {
-    /// Computes `levels.len()` steps as one wavefront (temporal blocking):
-    /// level i reads `a` when i is even (else `b`) and writes the other
-    /// array over its region.
-    ///
-    /// The field is walked in units along the wave axis (planes in 3-D,
-    /// rows in 2-D): at wave w, level i computes unit w − i·r (r the
-    /// radius), in ascending order of i. Every unit a level reads from the
-    /// level below is then already computed (it lies at most r units
-    /// ahead), and a level overwrites the unit two levels down only after
-    /// the last read of it (the level in between reads it at the same wave,
-    /// earlier), so two arrays suffice and every cell gets exactly the value
-    /// the steps one by one would give.
-    ///
-    /// So that the units in flight stay in cache, the next axis (rows of a
-    /// plane, cells of a row) is cut into tiles taken one after the other,
-    /// each running its own wavefront, skewed by r per level: tile j covers
-    /// `[B_j − i·r, B_{j+1} − i·r)` at level i. A level then reads below its
-    /// tile only what earlier tiles finished, and above it only its own
-    /// level below; and a tile's level i + 1 overwrites nothing the next
-    /// tile's level i still reads.
-    fn wavefront(&self, a: &mut Field<T>, b: &mut Field<T>, levels: &[(Region, Place)], cache_bytes: usize) {
-        let ext = a.ext;
-        let plane = ext[1] * ext[2];
-        let lag = self.stencil.radius().max(1);
-        let n = levels.len();
-        let live: Vec<&(Region, Place)> = levels.iter().filter(|(g, _)| !g.is_empty()).collect();
-        if live.is_empty() {
-            return;
-        }
-        let (wave, across) = if live.iter().any(|(g, _)| g.hi[0] - g.lo[0] > 1) { (0, 1) } else { (1, 2) };
-        let span = |axis: usize| {
-            let lo = live.iter().map(|(g, _)| g.lo[axis]).min().unwrap_or(0);
-            let hi = live.iter().map(|(g, _)| g.hi[axis]).max().unwrap_or(0);
-            (lo, hi)
-        };
-        let ((w_lo, w_hi), (t_lo, t_hi)) = (span(wave), span(across));
-        // Tiles so that both arrays' units in flight fit in `cache_bytes`,
-        // but at least 8·n·r wide: each tile reads the n·r rows below it
-        // that the tile before it left in memory (512³ with 4-row tiles ran
-        // at half the rate of 72-row ones).
-        let per_cell = if wave == 0 { ext[2] } else { 1 } * std::mem::size_of::<T>();
-        let in_flight = 2 * ((n + 2) * lag + 1);
-        let tile = (cache_bytes / (in_flight * per_cell)).max(8 * n * lag);
-        // Boundaries B_1.. of the tiles (B_0 = −∞, the last = +∞); level i's
-        // tiles end at t_hi + (n − 1)·r at the most.
-        let end = t_hi + (n - 1) * lag;
-        let bounds: Vec<usize> = (1..).map(|j| t_lo + j * tile).take_while(|&b| b < end).collect();
-        for j in 0..=bounds.len() {
-            for w in w_lo..w_hi + (n - 1) * lag {
-                for (i, (g, place)) in levels.iter().enumerate() {
-                    let Some(u) = w.checked_sub(i * lag).filter(|u| (g.lo[wave]..g.hi[wave]).contains(u)) else {
-                        continue;
-                    };
-                    let t0 =
-                        if j == 0 { g.lo[across] } else { (bounds[j - 1].saturating_sub(i * lag)).max(g.lo[across]) };
-                    let t1 = bounds.get(j).map_or(g.hi[across], |&bj| bj.saturating_sub(i * lag).min(g.hi[across]));
-                    if t0 >= t1 || g.is_empty() {
-                        continue;
-                    }
-                    let (src, dst) = if i % 2 == 0 { (&*a, &mut b.data) } else { (&*b, &mut a.data) };
-                    let (zs, ys, xs) = if wave == 0 {
-                        (u..u + 1, t0..t1, g.lo[2]..g.hi[2])
-                    } else {
-                        (g.lo[0]..g.hi[0], u..u + 1, t0..t1)
-                    };
-                    for z in zs {
-                        for y in ys.clone() {
-                            let at = z * plane + y * ext[2];
-                            let out = &mut dst[at + xs.start..at + xs.end];
-                            self.stencil.row_at(&src.data, ext, z, y, xs.start, out, place, false);
-                        }
-                    }
-                }
-            }
-        }
-    }
-}
-
 /// Runs a stencil on this rank's part of the grid.
 ///
 /// `init` gives the initial value of each cell from its global coordinates
@@ -530,11 +452,8 @@ where
     let t_steps = std::time::Instant::now();
     let mut reduce_s = 0.0;
     // Temporal blocking: where it applies, the stream-store probe would time wavefronts.
-    let blocking = spec.temporal_blocking
-        && k > 1
-        && kernel.pool.is_none()
-        && ck.is_none()
-        && !bounds.iter().any(|b| matches!(b, Boundary::Neumann));
+    let blocking =
+        spec.temporal_blocking && k > 1 && ck.is_none() && !bounds.iter().any(|b| matches!(b, Boundary::Neumann));
     if blocking {
         probe = None;
         kernel.streaming = false;
@@ -554,7 +473,14 @@ where
             let levels: Vec<(Region, Place)> = (0..k)
                 .map(|j| (grow((k - 1 - j) * r).intersect(&domain), Place { step: step + j as u64, ..place }))
                 .collect();
-            kernel.wavefront(&mut cur, &mut next, &levels, spec.wave_cache_bytes);
+            crate::wave::wavefront(
+                kernel.stencil,
+                kernel.pool.as_ref(),
+                &mut cur,
+                &mut next,
+                &levels,
+                spec.wave_cache_bytes,
+            );
             // The last level is in `next` if k is odd, else in `cur`: leave
             // the level before it in `cur` and the last in `next`, as after
             // a single step.

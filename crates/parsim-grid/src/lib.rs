@@ -51,6 +51,8 @@ mod stencil;
 #[allow(unsafe_code)]
 mod stream_store;
 pub mod tiles;
+#[allow(unsafe_code)]
+mod wave;
 
 pub use decomp::{Block, DecompKind, Decomposition, RankLoad};
 pub use engine::{plan_loads, run, run_resilient, run_with_field, GridReport, GridSpec, Guard, Reduction};

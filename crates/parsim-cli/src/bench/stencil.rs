@@ -191,9 +191,16 @@ pub fn run(out: PathBuf, quick: bool) -> Result<()> {
     let (b2, b3) = if quick { (vec![1024, 1024], vec![96, 96, 96]) } else { (vec![8192, 8192], vec![512, 512, 512]) };
     let cells = |s: &[usize]| s.iter().product::<usize>() as f64;
     let steps_for = |s: &[usize]| ((if quick { 2e7 } else { 1.5e9 }) / cells(s)).clamp(30.0, 600.0) as u64;
-    // (ranks, threads, overlap, deep halo); the last two rows are temporally blocked.
-    let configs: Vec<(usize, usize, bool, usize)> =
-        vec![(1, 1, true, 1), (1, 2, true, 1), (2, 1, true, 1), (2, 1, false, 1), (1, 1, true, 4), (2, 1, true, 4)];
+    // (ranks, threads, overlap, deep halo); the last three rows are temporally blocked.
+    let configs: Vec<(usize, usize, bool, usize)> = vec![
+        (1, 1, true, 1),
+        (1, 2, true, 1),
+        (2, 1, true, 1),
+        (2, 1, false, 1),
+        (1, 1, true, 4),
+        (1, 2, true, 4),
+        (2, 1, true, 4),
+    ];
     let reps = if quick { 1 } else { 3 };
     let mut rows = Vec::new();
     let mut refs = Vec::new();

@@ -169,11 +169,18 @@ fn temporal_blocking_gives_the_same_field_and_skips_steps_that_need_it() {
                     assert_eq!(r3.reductions, plain3.reductions, "3-D, {what}");
                     assert_eq!(r3.blocked_steps, blocked, "3-D, {what}");
                 }
-                // Two threads per rank, or a Neumann edge: steps one by one.
-                let mut threads = spec.clone();
-                threads.threads_per_rank = 2;
-                let r = run_on(2, &threads, &source, &noise);
-                assert_eq!((r.digest, r.blocked_steps), (plain2.digest, 0));
+                // Threads share each level of a chunk of waves.
+                for (p, t) in [(1, 2), (2, 2), (1, 3)] {
+                    let (mut threads, mut threads3) = (spec.clone(), spec3.clone());
+                    threads.threads_per_rank = t;
+                    threads3.threads_per_rank = t;
+                    let what = format!("{b:?}, reduce every {reduce_every}, deep halo {k}, {p} ranks × {t} threads");
+                    let r = run_on(p, &threads, &source, &noise);
+                    assert_eq!((r.digest, r.blocked_steps), (plain2.digest, blocked), "2-D, {what}");
+                    assert_eq!(run_on(p, &threads, &wide, &noise).digest, plain_wide.digest, "radius 2, {what}");
+                    let r3 = run_on(p, &threads3, &Heat7 { alpha: 0.1 }, &noise);
+                    assert_eq!((r3.digest, r3.blocked_steps), (plain3.digest, blocked), "3-D, {what}");
+                }
             }
         }
     }

@@ -1,0 +1,251 @@
+//! Temporal blocking: the `k` steps between two deep-halo exchanges as one
+//! wavefront through the field, so that a row is read from memory once per
+//! `k` steps instead of once per step.
+//!
+//! Level i of a block (step `first + i`) reads array `a` when i is even
+//! (else `b`) and writes the other array over its region. The field is
+//! walked in units along the wave axis (planes in 3-D, rows in 2-D): at
+//! wave w, level i computes unit w − i·r (r the radius), in ascending order
+//! of i. Every unit a level reads from the level below is then already
+//! computed (it lies at most r units ahead), and a level overwrites the
+//! unit two levels down only after the last read of it (the level in
+//! between reads it at the same wave, earlier), so two arrays suffice and
+//! every cell gets exactly the value the steps one by one would give.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::field::{Cell, Field};
+use crate::region::Region;
+use crate::stencil::{Place, Stencil};
+
+/// Runs the levels of one block; see the module doc. With a pool of more
+/// than one thread, [`threaded`]; else [`tiled`].
+pub(crate) fn wavefront<T: Cell, S: Stencil<T>>(
+    stencil: &S,
+    pool: Option<&rayon::ThreadPool>,
+    a: &mut Field<T>,
+    b: &mut Field<T>,
+    levels: &[(Region, Place)],
+    cache_bytes: usize,
+) {
+    let Some(shape) = Shape::of(stencil, a.ext, levels) else {
+        return;
+    };
+    match pool.filter(|p| p.current_num_threads() > 1) {
+        Some(pool) => threaded(stencil, pool, &shape, a, b, levels, cache_bytes),
+        None => tiled(stencil, &shape, a, b, levels, cache_bytes),
+    }
+}
+
+/// The axes and extents of a block's wavefront.
+struct Shape {
+    ext: [usize; 3],
+    /// The wave axis (0: planes, 1: rows) and the next one, which is cut.
+    wave: usize,
+    across: usize,
+    lag: usize,
+    /// Waves `w_lo..w_end`, and the span of the cut axis over all levels.
+    w_lo: usize,
+    w_end: usize,
+    t_lo: usize,
+    t_hi: usize,
+}
+
+impl Shape {
+    fn of<T, S: Stencil<T>>(stencil: &S, ext: [usize; 3], levels: &[(Region, Place)]) -> Option<Shape> {
+        let live: Vec<&Region> = levels.iter().map(|(g, _)| g).filter(|g| !g.is_empty()).collect();
+        if live.is_empty() {
+            return None;
+        }
+        let (wave, across) = if live.iter().any(|g| g.hi[0] - g.lo[0] > 1) { (0, 1) } else { (1, 2) };
+        let lo = |a: usize| live.iter().map(|g| g.lo[a]).min().unwrap_or(0);
+        let hi = |a: usize| live.iter().map(|g| g.hi[a]).max().unwrap_or(0);
+        let lag = stencil.radius().max(1);
+        Some(Shape {
+            ext,
+            wave,
+            across,
+            lag,
+            w_lo: lo(wave),
+            w_end: hi(wave) + (levels.len() - 1) * lag,
+            t_lo: lo(across),
+            t_hi: hi(across),
+        })
+    }
+
+    /// Cells of one unit of the cut axis (a row of a plane, or a cell).
+    fn cell_run(&self) -> usize {
+        if self.wave == 0 {
+            self.ext[2]
+        } else {
+            1
+        }
+    }
+
+    /// The unit level `i` computes at wave `w`, if it lies in its region.
+    fn unit(&self, g: &Region, i: usize, w: usize) -> Option<usize> {
+        w.checked_sub(i * self.lag).filter(|u| (g.lo[self.wave]..g.hi[self.wave]).contains(u))
+    }
+
+    /// The cells of unit `u` of region `g` between `t0` and `t1` on the cut
+    /// axis, as (plane, row, columns) rows: `row(z, y, x0..x1)`.
+    fn rows(&self, g: &Region, u: usize, t0: usize, t1: usize, mut row: impl FnMut(usize, usize, usize, usize)) {
+        if self.wave == 0 {
+            for y in t0..t1 {
+                row(u, y, g.lo[2], g.hi[2]);
+            }
+        } else {
+            for z in g.lo[0]..g.hi[0] {
+                row(z, u, t0, t1);
+            }
+        }
+    }
+}
+
+/// One thread: the cut axis is tiled, tiles taken one after the other, each
+/// running its own wavefront, skewed by r per level: tile j covers
+/// `[B_j − i·r, B_{j+1} − i·r)` at level i. A level then reads below its tile
+/// only what earlier tiles finished, and above it only its own level below;
+/// and a tile's level i + 1 overwrites nothing the next tile's level i
+/// still reads. Tiles are sized so that both arrays' units in flight fit
+/// `cache_bytes`, but at least 8·k·r wide: each tile rereads the k·r units
+/// below it that the tile before it left in memory (512³ with 4-row tiles
+/// ran at half the rate of 72-row ones).
+fn tiled<T: Cell, S: Stencil<T>>(
+    stencil: &S,
+    sh: &Shape,
+    a: &mut Field<T>,
+    b: &mut Field<T>,
+    levels: &[(Region, Place)],
+    cache_bytes: usize,
+) {
+    let (n, lag, ext) = (levels.len(), sh.lag, sh.ext);
+    let plane = ext[1] * ext[2];
+    let in_flight = 2 * ((n + 2) * lag + 1);
+    let tile = (cache_bytes / (in_flight * sh.cell_run() * std::mem::size_of::<T>())).max(8 * n * lag);
+    // Boundaries B_1.. of the tiles (B_0 = −∞, the last = +∞); level i's
+    // tiles end at t_hi + (n − 1)·r at the most.
+    let end = sh.t_hi + (n - 1) * lag;
+    let bounds: Vec<usize> = (1..).map(|j| sh.t_lo + j * tile).take_while(|&b| b < end).collect();
+    for j in 0..=bounds.len() {
+        for w in sh.w_lo..sh.w_end {
+            for (i, (g, place)) in levels.iter().enumerate() {
+                let Some(u) = sh.unit(g, i, w) else {
+                    continue;
+                };
+                let (lo, hi) = (g.lo[sh.across], g.hi[sh.across]);
+                let t0 = if j == 0 { lo } else { bounds[j - 1].saturating_sub(i * lag).max(lo) };
+                let t1 = bounds.get(j).map_or(hi, |&bj| bj.saturating_sub(i * lag).min(hi));
+                if t0 >= t1 {
+                    continue;
+                }
+                let (src, dst) = if i % 2 == 0 { (&*a, &mut b.data) } else { (&*b, &mut a.data) };
+                sh.rows(g, u, t0, t1, |z, y, x0, x1| {
+                    let at = z * plane + y * ext[2];
+                    stencil.row_at(&src.data, ext, z, y, x0, &mut dst[at + x0..at + x1], place, false);
+                });
+            }
+        }
+    }
+}
+
+/// A raw pointer to an array's cells, shared by the threads of a wavefront.
+#[derive(Clone, Copy)]
+struct Cells<T>(*mut T);
+// SAFETY: the threads only form disjoint `&mut` runs of the written array
+// and shared `&` views of the read one, never both of one array at once
+// (see `threaded`).
+unsafe impl<T: Send> Send for Cells<T> {}
+unsafe impl<T: Send> Sync for Cells<T> {}
+
+/// A barrier for the pool's threads that spins briefly, then yields (the
+/// waits are microseconds; a thread that lost its core gets it back).
+struct SpinBarrier {
+    arrived: AtomicUsize,
+    generation: AtomicUsize,
+    threads: usize,
+}
+
+impl SpinBarrier {
+    fn wait(&self) {
+        let g = self.generation.load(Ordering::Acquire);
+        if self.arrived.fetch_add(1, Ordering::AcqRel) + 1 == self.threads {
+            self.arrived.store(0, Ordering::Relaxed);
+            self.generation.fetch_add(1, Ordering::Release);
+            return;
+        }
+        let mut spins = 0u32;
+        while self.generation.load(Ordering::Acquire) == g {
+            spins += 1;
+            if spins < 2000 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
+}
+
+/// Several threads: the cut axis is split into one contiguous part per
+/// thread, and the waves are taken in chunks; for each chunk the levels go
+/// in ascending order, every thread computing its part of the chunk's units
+/// of that level, with a barrier after each level. A level of a chunk then
+/// reads only units of the level below finished before the barrier (this
+/// chunk's or earlier ones'), and every thread writes only its own part of
+/// one array while all read the other, so the order of the steps one by one
+/// is kept. A chunk holds as many waves as let a thread's part of both
+/// arrays' units in flight fit `cache_bytes`, but enough for
+/// `cache_bytes / 64` cells per thread and level (4,096 by default: a
+/// barrier costs a fraction of a microsecond when every thread has a core).
+fn threaded<T: Cell, S: Stencil<T>>(
+    stencil: &S,
+    pool: &rayon::ThreadPool,
+    sh: &Shape,
+    a: &mut Field<T>,
+    b: &mut Field<T>,
+    levels: &[(Region, Place)],
+    cache_bytes: usize,
+) {
+    let threads = pool.current_num_threads();
+    let (n, lag, ext) = (levels.len(), sh.lag, sh.ext);
+    let plane = ext[1] * ext[2];
+    let part = (sh.t_hi - sh.t_lo).div_ceil(threads);
+    let part_cells = (part * sh.cell_run() * if sh.wave == 0 { 1 } else { ext[0] }).max(1);
+    let fit = (cache_bytes / (2 * std::mem::size_of::<T>() * part_cells)).saturating_sub((n + 2) * lag);
+    let chunk = fit.max((cache_bytes / 64).div_ceil(part_cells)).max(lag);
+    let len = a.data.len();
+    assert_eq!(len, b.data.len(), "two arrays of one field");
+    let (pa, pb) = (Cells(a.data.as_mut_ptr()), Cells(b.data.as_mut_ptr()));
+    let barrier = SpinBarrier { arrived: AtomicUsize::new(0), generation: AtomicUsize::new(0), threads };
+    pool.broadcast(|ctx| {
+        let t = ctx.index();
+        let (p0, p1) = (sh.t_lo + t * part, (sh.t_lo + (t + 1) * part).min(sh.t_hi));
+        for c0 in (sh.w_lo..sh.w_end).step_by(chunk) {
+            for (i, (g, place)) in levels.iter().enumerate() {
+                let (from, to) = if i % 2 == 0 { (pa, pb) } else { (pb, pa) };
+                // SAFETY: between two barriers every thread reads only the
+                // array `from` points to and writes only cells of `to` in
+                // its own part of the cut axis; the parts are disjoint and
+                // both pointers cover `len` cells of live arrays borrowed
+                // mutably for this whole call.
+                let src: &[T] = unsafe { std::slice::from_raw_parts(from.0, len) };
+                let (t0, t1) = (p0.max(g.lo[sh.across]), p1.min(g.hi[sh.across]));
+                if t0 < t1 {
+                    for w in c0..(c0 + chunk).min(sh.w_end) {
+                        let Some(u) = sh.unit(g, i, w) else {
+                            continue;
+                        };
+                        sh.rows(g, u, t0, t1, |z, y, x0, x1| {
+                            let at = z * plane + y * ext[2] + x0;
+                            debug_assert!(at + (x1 - x0) <= len);
+                            // SAFETY: as above; this run lies in this thread's part.
+                            let out = unsafe { std::slice::from_raw_parts_mut(to.0.add(at), x1 - x0) };
+                            stencil.row_at(src, ext, z, y, x0, out, place, false);
+                        });
+                    }
+                }
+                barrier.wait();
+            }
+        }
+    });
+}
