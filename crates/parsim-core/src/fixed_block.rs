@@ -52,24 +52,13 @@ pub(crate) fn add_block(wide: &mut [i128; 2048], xs: &[f64]) -> Block {
     debug_assert!(xs.len() <= BLOCK);
     #[cfg(target_arch = "x86_64")]
     {
-        if avx2() {
+        if crate::avx2() {
             // SAFETY: the CPU supports AVX2 (checked by `avx2`).
             return unsafe { add_block_avx2(wide, xs) };
         }
     }
     let _ = (wide, xs);
     Block::Buckets
-}
-
-/// Whether the AVX2 build may run (cached; `PARSIM_NO_AVX2=1` turns it off).
-#[cfg(target_arch = "x86_64")]
-fn avx2() -> bool {
-    use std::sync::OnceLock;
-    static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| {
-        std::arch::is_x86_feature_detected!("avx2")
-            && std::env::var_os("PARSIM_NO_AVX2").is_none_or(|v| v.is_empty() || v == "0")
-    })
 }
 
 /// # Safety

@@ -48,6 +48,25 @@ pub use exact_sum::{BlockSum, ExactSum};
 pub use phase::{PeerTraffic, Phase, PhaseClock, PhaseGuard, PhaseReport, PhaseTimes};
 pub use rng::{Stream, StreamKey};
 
+/// Whether parsim's AVX2 builds may run: the CPU has AVX2 (checked once,
+/// at run time) and `PARSIM_NO_AVX2` is unset, empty or `0`. Every AVX2
+/// path (the exact sums here, the grid's row kernels) asks this, so one
+/// variable turns them all off to compare; their results are the same bits.
+///
+/// ```
+/// let on = parsim_core::avx2();
+/// assert_eq!(on, parsim_core::avx2()); // decided once per process
+/// ```
+#[cfg(target_arch = "x86_64")]
+pub fn avx2() -> bool {
+    use std::sync::OnceLock;
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| {
+        std::arch::is_x86_feature_detected!("avx2")
+            && std::env::var_os("PARSIM_NO_AVX2").is_none_or(|v| v.is_empty() || v == "0")
+    })
+}
+
 /// Errors of `parsim-core`.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

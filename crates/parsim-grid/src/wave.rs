@@ -237,8 +237,8 @@ fn threaded<T: Cell, S: Stencil<T>>(
                         };
                         sh.rows(g, u, t0, t1, |z, y, x0, x1| {
                             let at = z * plane + y * ext[2] + x0;
-                            debug_assert!(at + (x1 - x0) <= len);
-                            // SAFETY: as above; this run lies in this thread's part.
+                            assert!(at + (x1 - x0) <= len, "a row run beyond the array");
+                            // SAFETY: as above; this run lies in this thread's part, inside the array.
                             let out = unsafe { std::slice::from_raw_parts_mut(to.0.add(at), x1 - x0) };
                             stencil.row_at(src, ext, z, y, x0, out, place, false);
                         });

@@ -12,18 +12,7 @@ use crate::halo::Reach;
 #[cfg(target_arch = "x86_64")]
 #[inline]
 pub(crate) fn avx2() -> bool {
-    use std::sync::atomic::{AtomicU8, Ordering};
-    static STATE: AtomicU8 = AtomicU8::new(0);
-    match STATE.load(Ordering::Relaxed) {
-        1 => true,
-        2 => false,
-        _ => {
-            let on = std::arch::is_x86_feature_detected!("avx2")
-                && std::env::var_os("PARSIM_NO_AVX2").is_none_or(|v| v.is_empty() || v == "0");
-            STATE.store(if on { 1 } else { 2 }, Ordering::Relaxed);
-            on
-        }
-    }
+    parsim_core::avx2()
 }
 
 /// Defines a row kernel's body (`#[inline(always)]`) and its AVX2 build.
