@@ -125,7 +125,7 @@ impl DesConfig {
             gvt_interval: 4096,
             memory_limit: 4_000_000,
             window: None,
-            batch: 64,
+            batch: 256,
             chaos: 0,
         }
     }

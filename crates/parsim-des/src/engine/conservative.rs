@@ -229,7 +229,7 @@ impl<'a, C: Comm, M: Model> Cmb<'a, C, M> {
             let bound = self.in_clock.iter().copied().fold(f64::INFINITY, f64::min);
             let limit = self.cut.map_or(bound, |(t, _)| bound.min(t));
             let mut done = 0u32;
-            while done < cfg.batch * 16 {
+            while done < cfg.batch * 4 {
                 match self.q.peek() {
                     Some(e) if e.time < limit => {}
                     _ => break,

@@ -225,6 +225,7 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
     }
 
     /// Sends a new event where it belongs.
+    #[inline]
     fn route(&mut self, ev: Event<M::Payload>) -> Result<()> {
         let r = self.map.owner[ev.dest as usize] as usize;
         if r == self.me() {
@@ -271,6 +272,7 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
     }
 
     /// A positive event for a local LP: roll the LP back if it is a straggler.
+    #[inline]
     fn deliver(&mut self, ev: Event<M::Payload>) -> Result<()> {
         let x = self.map.local[ev.dest as usize] as usize;
         if self.log.after(x, ev.order(), false) {
@@ -351,6 +353,7 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
     }
 
     /// Takes the earliest pending event that has not been cancelled.
+    #[inline]
     fn pop_live(&mut self) -> Option<Event<M::Payload>> {
         loop {
             let ev = self.pending.pop()?;
@@ -404,21 +407,16 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
             let Some(ev) = self.pop_live() else { break };
             let o = ev.order();
             if o.time >= horizon && o != self.gvt.gvt {
+                // Only a new GVT moves the horizon: ask for a round now
+                // rather than idle until rank 0 starts its next one.
                 self.pending.push(ev);
+                self.request_round()?;
                 break;
             }
             if self.uncommitted >= self.cfg.memory_limit && o != self.gvt.gvt {
                 self.stats.throttled += 1;
                 // Force a GVT round: only a new GVT can free memory.
-                if !self.requested {
-                    self.requested = true;
-                    if self.me() == 0 {
-                        self.round_wanted = true;
-                    } else {
-                        self.requests_sent += 1;
-                        self.send_control(0, vec![GVT_REQUEST])?;
-                    }
-                }
+                self.request_round()?;
                 self.pending.push(ev);
                 break;
             }
@@ -441,6 +439,21 @@ impl<'a, C: Comm, M: Model> TimeWarp<'a, C, M> {
             done += 1;
         }
         Ok(done)
+    }
+
+    /// Asks rank 0 for a GVT round (at most once per GVT).
+    fn request_round(&mut self) -> Result<()> {
+        if self.requested {
+            return Ok(());
+        }
+        self.requested = true;
+        if self.me() == 0 {
+            self.round_wanted = true;
+            Ok(())
+        } else {
+            self.requests_sent += 1;
+            self.send_control(0, vec![GVT_REQUEST])
+        }
     }
 
     /// Raises the peak of the engine's own memory (uncommitted history, saved

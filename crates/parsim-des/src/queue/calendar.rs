@@ -17,7 +17,12 @@ use crate::queue::PendingSet;
 /// A calendar queue of events.
 #[derive(Clone, Debug)]
 pub struct Calendar<P> {
+    /// The year's buckets are the first `nb`; those after it are empty and
+    /// kept, with their capacity, for a later, larger year (a queue whose
+    /// size hovers around a power of two would otherwise free and grow
+    /// them again at every year).
     buckets: Vec<Vec<Event<P>>>,
+    nb: usize,
     /// Start time of bucket 0.
     base: f64,
     width: f64,
@@ -31,7 +36,7 @@ pub struct Calendar<P> {
 
 impl<P> Default for Calendar<P> {
     fn default() -> Self {
-        Calendar { buckets: Vec::new(), base: 0.0, width: 1.0, inv_width: 1.0, cur: 0, far: Vec::new(), len: 0 }
+        Calendar { buckets: Vec::new(), nb: 0, base: 0.0, width: 1.0, inv_width: 1.0, cur: 0, far: Vec::new(), len: 0 }
     }
 }
 
@@ -58,7 +63,7 @@ impl<P: Clone> Calendar<P> {
     /// Makes `buckets[cur]` non-empty and sorted, or leaves the queue empty.
     #[inline]
     fn settle(&mut self) {
-        if self.buckets.get(self.cur).is_some_and(|b| !b.is_empty()) {
+        if self.cur < self.nb && !self.buckets[self.cur].is_empty() {
             return;
         }
         self.advance();
@@ -68,9 +73,9 @@ impl<P: Clone> Calendar<P> {
     fn advance(&mut self) {
         loop {
             self.cur += 1;
-            if self.cur >= self.buckets.len() {
+            if self.cur >= self.nb {
                 if self.far.is_empty() {
-                    self.cur = self.buckets.len();
+                    self.cur = self.nb;
                     return;
                 }
                 self.new_year();
@@ -113,11 +118,11 @@ impl<P: Clone> Calendar<P> {
         self.base = lo;
         self.width = width;
         self.inv_width = 1.0 / width;
-        self.buckets.resize_with(buckets, Vec::new);
-        self.buckets.truncate(buckets);
-        for b in &mut self.buckets {
-            b.clear();
+        if self.buckets.len() < buckets {
+            self.buckets.resize_with(buckets, Vec::new);
         }
+        self.nb = buckets;
+        debug_assert!(self.buckets.iter().all(Vec::is_empty), "a new year begins with every bucket empty");
         self.cur = 0;
         let far = std::mem::take(&mut self.far);
         let mut keep = Vec::with_capacity(far.capacity());
@@ -139,16 +144,17 @@ impl<P: Clone> PendingSet<P> for Calendar<P> {
     fn push(&mut self, ev: Event<P>) {
         self.len += 1;
         let j = self.bucket_of(ev.time);
-        if self.cur >= self.buckets.len() {
+        if self.cur >= self.nb {
             // Empty (or never used): start a year at the next pop.
             self.far.push(ev);
-            self.cur = self.buckets.len();
+            self.cur = self.nb;
             return;
         }
         if j > self.cur {
-            match self.buckets.get_mut(j) {
-                Some(b) => b.push(ev),
-                None => self.far.push(ev),
+            if j < self.nb {
+                self.buckets[j].push(ev);
+            } else {
+                self.far.push(ev);
             }
             return;
         }
