@@ -261,6 +261,34 @@ impl<'c, C: Comm> Checkpointer<'c, C> {
         self.restart.as_ref()
     }
 
+    /// Whether boundary `b` needs the engine's state at that very boundary:
+    /// a checkpoint every n boundaries that falls on it, or an injected bit
+    /// flip (on any rank, so that every rank answers the same). An engine
+    /// that advances several boundaries at once (the grid's temporal
+    /// blocking) stops at such a boundary, and calls
+    /// [`boundary`](Self::boundary) for the others afterwards, in order: a
+    /// checkpoint that a time-based interval makes due at one of them stays
+    /// due at the next boundary the engine stops at.
+    ///
+    /// ```
+    /// use parsim_ckpt::{Checkpointer, Identity, Interval, Options};
+    ///
+    /// let dir = std::env::temp_dir().join(format!("parsim-needs-doc-{}", std::process::id()));
+    /// parsim_comm::launch(1, |c| {
+    ///     let opts = Options::new(&dir, Some(Interval::Every(10)));
+    ///     let ck = Checkpointer::new(&c, opts, Identity::new("grid", "step", "f00d", 1))?;
+    ///     assert!(ck.needs_state_at(20) && !ck.needs_state_at(21));
+    ///     ck.finish();
+    ///     Ok::<_, parsim_ckpt::CkptError>(())
+    /// })
+    /// .unwrap();
+    /// std::fs::remove_dir_all(&dir).ok();
+    /// ```
+    pub fn needs_state_at(&self, b: u64) -> bool {
+        let every = matches!(self.opts.interval, Some(Interval::Every(n)) if b % n == 0);
+        every || self.writer.faults.faults.iter().any(|f| matches!(*f, Fault::Bitflip { at, .. } if at == b))
+    }
+
     /// The engine has finished boundary `b` (collective for time-based
     /// intervals). Fires injected faults, and says whether to checkpoint.
     pub fn boundary(&mut self, b: u64) -> Result<Action, CkptError> {

@@ -103,3 +103,77 @@ fn a_flipped_bit_is_caught_before_it_is_checkpointed() {
     assert_eq!(go(2, &spec, &Heat5 { alpha: 0.2 }, &init, Some(o), guard).unwrap(), want);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Temporal blocking with a checkpointer: blocks run where no checkpoint
+/// every n steps and no bit flip falls inside them, a kill inside a block
+/// fires after it, and a time-based checkpoint due inside one is taken at
+/// its end. Every run ends with the digest of steps one by one.
+#[test]
+fn temporal_blocking_runs_between_checkpoints() {
+    let init = |g: [usize; 3]| ((g[1] * 5 + g[2] * 3) % 13) as f64 / 13.0;
+    let mut spec = GridSpec::new(vec![40, 36], 40);
+    spec.deep_halo = 4;
+    spec.reduce_every = 0;
+    spec.boundary = vec![Boundary::Dirichlet(0.25)];
+    let heat = Heat5 { alpha: 0.2 };
+    let run = |ranks: usize, spec: &GridSpec, opts: Option<Options>| {
+        parsim_comm::launch(ranks, |c| {
+            let mut ck = match &opts {
+                Some(o) => Some(
+                    Checkpointer::new(&c, o.clone(), Identity::new("grid", "step", "tb", 1))
+                        .map_err(|e: CkptError| GridError::Checkpoint(e.to_string()))?,
+                ),
+                None => None,
+            };
+            let r = run_resilient(&c, spec, &heat, &init, &mut |_| {}, ck.as_mut(), Guard::default());
+            if let Some(ck) = ck {
+                ck.finish();
+            }
+            r.map(|(r, _)| (r.digest, r.blocked_steps))
+        })
+        .map(|v| v[0])
+    };
+    let mut one_by_one = spec.clone();
+    one_by_one.temporal_blocking = false;
+    let (want, none) = run(1, &one_by_one, None).unwrap();
+    assert_eq!(none, 0);
+
+    // Every 6 steps: of the ten 4-step blocks, [4, 8), [16, 20) and [28, 32)
+    // hold a multiple of 6 inside and run one step at a time.
+    let dir = tmp("tb");
+    let mut o = Options::new(&dir, Some(Interval::Every(6)));
+    o.asynchronous = false;
+    let (got, blocked) = run(2, &spec, Some(o.clone())).unwrap();
+    assert_eq!(got, want, "blocked between checkpoints every 6");
+    assert_eq!(blocked, 4 * 7, "seven blocks of four steps");
+
+    // Killed at step 9, inside the block [8, 12): it dies after the block,
+    // and the restart from step 6 gives the same field.
+    std::fs::remove_dir_all(&dir).unwrap();
+    o.inject = vec![Injection::parse("kill:rank=1,step=9").unwrap()];
+    let e = run(2, &spec, Some(o.clone())).unwrap_err().to_string();
+    assert!(e.contains("injected kill at step 9"), "{e}");
+    o.inject.clear();
+    o.restart = Some(dir.clone());
+    o.attempt = 1;
+    assert_eq!(run(3, &spec, Some(o.clone())).unwrap().0, want, "restarted after a kill inside a block");
+    std::fs::remove_dir_all(&dir).unwrap();
+
+    // A bit flip at step 10 is not inside a block: [8, 12) runs one step at a time.
+    let mut o = Options::new(&dir, Some(Interval::Every(6)));
+    o.asynchronous = false;
+    o.inject = vec![Injection::parse("bitflip:rank=0,step=10").unwrap()];
+    let (flipped, blocked) = run(2, &spec, Some(o)).unwrap();
+    assert_ne!(flipped, want, "the flip changed the field");
+    assert_eq!(blocked, 4 * 6, "[8, 12) is not blocked");
+    std::fs::remove_dir_all(&dir).unwrap();
+
+    // A time-based interval: checkpoints fall where they are due, or at the
+    // end of the block they fell in.
+    let mut o = Options::new(&dir, Some(Interval::Seconds(1e-9)));
+    o.asynchronous = false;
+    let (got, blocked) = run(2, &spec, Some(o)).unwrap();
+    assert_eq!(got, want, "time-based checkpoints with blocking");
+    assert!(blocked > 0, "blocks ran between time-based checkpoints");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
