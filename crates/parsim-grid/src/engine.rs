@@ -55,7 +55,7 @@ pub struct GridSpec {
     /// of a row follows step j of the rows just below it, so a row is read
     /// from memory once per k steps instead of once per step. Used where
     /// nothing needs the field between those steps (no reduction, output or
-    /// checkpoint there) and no edge is Neumann; with several threads per
+    /// checkpoint there; Neumann ghosts are refilled level by level); with several threads per
     /// rank they share each level of a chunk of waves. Results are
     /// identical either way.
     pub temporal_blocking: bool,
@@ -452,7 +452,9 @@ where
     let t_steps = std::time::Instant::now();
     let mut reduce_s = 0.0;
     // Temporal blocking: where it applies, the stream-store probe would time wavefronts.
-    let blocking = spec.temporal_blocking && k > 1 && !bounds.iter().any(|b| matches!(b, Boundary::Neumann));
+    let blocking = spec.temporal_blocking && k > 1;
+    // Ghost layers a wavefront refills level by level (Neumann edges).
+    let mirrors = crate::wave::Mirrors::new(&cur, &plan.mirrored_edges(), r);
     if blocking {
         probe = None;
         kernel.streaming = false;
@@ -474,6 +476,7 @@ where
         let inner_free = |done: u64| !needs_field(done) && !ck.as_ref().is_some_and(|c| c.needs_state_at(done));
         if blocking && step % kk == 0 && step + kk <= spec.steps && (step + 1..step + kk).all(inner_free) {
             clock.in_phase(Phase::Comm, || plan.exchange(comm, &mut cur))?;
+            plan.apply_boundary(&mut cur);
             let levels: Vec<(Region, Place)> = (0..k)
                 .map(|j| (grow((k - 1 - j) * r).intersect(&domain), Place { step: step + j as u64, ..place }))
                 .collect();
@@ -483,6 +486,7 @@ where
                 &mut cur,
                 &mut next,
                 &levels,
+                &mirrors,
                 spec.wave_cache_bytes,
             );
             // The last level is in `next` if k is odd, else in `cur`: leave

@@ -239,6 +239,12 @@ impl HaloPlan {
         self.fixed_filled = true;
     }
 
+    /// The physical edges of this rank's block whose ghost layers mirror
+    /// the cells inside (Neumann): (axis, high side?).
+    pub fn mirrored_edges(&self) -> Vec<(usize, bool)> {
+        self.edges.iter().filter(|e| matches!(e.2, Boundary::Neumann)).map(|&(a, high, _)| (a, high)).collect()
+    }
+
     /// What this plan moves, for `parsim run --dry-run`.
     pub fn load<T: Cell>(&self, rank: usize, field: &Field<T>) -> RankLoad {
         let halo: usize = self.recvs.iter().map(|(_, _, r)| r.cells()).sum::<usize>()

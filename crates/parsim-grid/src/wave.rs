@@ -11,6 +11,13 @@
 //! unit two levels down only after the last read of it (the level in
 //! between reads it at the same wave, earlier), so two arrays suffice and
 //! every cell gets exactly the value the steps one by one would give.
+//!
+//! Beyond a Neumann edge the ghost layers mirror the cells inside, and the
+//! steps one by one refill them before every step. Here each level refills
+//! them as it goes ([`Mirrors`]): once a unit's cells are written, the r
+//! ghost layers that mirror them are copied, so a ghost cell is written at
+//! the wave its source is, and read and overwritten like a cell of that
+//! unit.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -26,14 +33,141 @@ pub(crate) fn wavefront<T: Cell, S: Stencil<T>>(
     a: &mut Field<T>,
     b: &mut Field<T>,
     levels: &[(Region, Place)],
+    mirrors: &Mirrors,
     cache_bytes: usize,
 ) {
     let Some(shape) = Shape::of(stencil, a.ext, levels) else {
         return;
     };
-    match pool.filter(|p| p.current_num_threads() > 1) {
-        Some(pool) => threaded(stencil, pool, &shape, a, b, levels, cache_bytes),
-        None => tiled(stencil, &shape, a, b, levels, cache_bytes),
+    match pool.filter(|p| p.current_num_threads() > 1 && mirrors.parts_hold_sources(&shape, p.current_num_threads())) {
+        Some(pool) => threaded(stencil, pool, &shape, a, b, levels, mirrors, cache_bytes),
+        None => tiled(stencil, &shape, a, b, levels, mirrors, cache_bytes),
+    }
+}
+
+/// The Neumann edges of a rank's block, as array indices: beyond each,
+/// `r` ghost layers (what a level reads) mirror the cells inside.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Mirrors {
+    /// Per axis: the first interior index, where the low edge mirrors.
+    lo: [Option<usize>; 3],
+    /// Per axis: one past the last interior index, where the high edge mirrors.
+    hi: [Option<usize>; 3],
+    r: usize,
+}
+
+impl Mirrors {
+    /// The mirrored `edges` (axis, high side?) of `field`, for a stencil of radius `r`.
+    pub fn new<T>(field: &Field<T>, edges: &[(usize, bool)], r: usize) -> Self {
+        let mut m = Mirrors { r, ..Mirrors::default() };
+        for &(a, high) in edges {
+            let h = field.halo[a];
+            debug_assert!(h >= r, "a halo narrower than the stencil");
+            if high {
+                m.hi[a] = Some(h + field.block.len[a]);
+            } else {
+                m.lo[a] = Some(h);
+            }
+        }
+        m
+    }
+
+    fn none(&self) -> bool {
+        self.lo.iter().chain(&self.hi).all(Option::is_none)
+    }
+
+    /// With the cut axis split into `threads` parts: whether the parts at
+    /// its mirrored edges hold the r cells their ghosts copy (else another
+    /// thread could still be writing them).
+    fn parts_hold_sources(&self, sh: &Shape, threads: usize) -> bool {
+        let c = sh.across;
+        if self.lo[c].is_none() && self.hi[c].is_none() {
+            return true;
+        }
+        let span = sh.t_hi - sh.t_lo;
+        let part = span.div_ceil(threads).max(1);
+        let last_start = sh.t_lo + (span.saturating_sub(1) / part) * part;
+        part.min(span) >= self.r && sh.t_hi - last_start >= self.r
+    }
+
+    /// After a level wrote unit `u` of its region `g` between `t0` and `t1`
+    /// on the cut axis: copies the ghost layers that mirror those cells —
+    /// along the third axis, then the cut axis, then the wave axis, each
+    /// copy taking along the ghosts the one before filled, so that corners
+    /// get what `apply_boundary` (one axis after another) gives them.
+    ///
+    /// # Safety
+    /// `p` points to `len` live cells of the array the level writes, and no
+    /// other thread reads or writes the cells copied from or to: those of
+    /// unit `u` (and of its mirror units) between `t0` and `t1` on the cut
+    /// axis and the ghosts beyond a mirrored edge of that range, whose
+    /// sources lie in the range (see [`parts_hold_sources`](Self::parts_hold_sources)).
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn refill<T: Copy>(&self, sh: &Shape, p: *mut T, len: usize, g: &Region, u: usize, t0: usize, t1: usize) {
+        let (w, c, r) = (sh.wave, sh.across, self.r);
+        let o = 3 - w - c;
+        // SAFETY: the cells copied are this caller's (the contract above).
+        let copy = |a: usize, from: usize, to: usize, lo: [usize; 3], hi: [usize; 3]| unsafe {
+            copy_layer(p, len, sh.ext, a, from, to, lo, hi)
+        };
+        let (mut lo, mut hi) = ([0; 3], [0; 3]);
+        (lo[w], hi[w]) = (u, u + 1);
+        (lo[c], hi[c]) = (t0, t1);
+        (lo[o], hi[o]) = (g.lo[o], g.hi[o]);
+        for a in [o, c] {
+            if let Some(h) = self.lo[a].filter(|&h| h == lo[a]) {
+                for i in 0..r {
+                    copy(a, h + i, h - 1 - i, lo, hi);
+                }
+                lo[a] -= r;
+            }
+            if let Some(e) = self.hi[a].filter(|&e| e == hi[a]) {
+                for i in 0..r {
+                    copy(a, e - 1 - i, e + i, lo, hi);
+                }
+                hi[a] += r;
+            }
+        }
+        if let Some(h) = self.lo[w].filter(|&h| (h..h + r).contains(&u)) {
+            copy(w, u, 2 * h - 1 - u, lo, hi);
+        }
+        if let Some(e) = self.hi[w].filter(|&e| (e.saturating_sub(r)..e).contains(&u)) {
+            copy(w, u, 2 * e - 1 - u, lo, hi);
+        }
+    }
+}
+
+/// Copies layer `from` of axis `a` to layer `to`, over the box `lo..hi`
+/// of the other two axes.
+///
+/// # Safety
+/// `p` points to `len` cells; see [`Mirrors::refill`] for who may touch them.
+#[allow(clippy::too_many_arguments)]
+unsafe fn copy_layer<T: Copy>(
+    p: *mut T,
+    len: usize,
+    ext: [usize; 3],
+    a: usize,
+    from: usize,
+    to: usize,
+    mut lo: [usize; 3],
+    mut hi: [usize; 3],
+) {
+    let at = |z: usize, y: usize, x: usize| (z * ext[1] + y) * ext[2] + x;
+    (lo[a], hi[a]) = (from, from + 1);
+    let run = if a == 2 { 1 } else { hi[2] - lo[2] };
+    for z in lo[0]..hi[0] {
+        for y in lo[1]..hi[1] {
+            let (s, d) = match a {
+                0 => (at(z, y, lo[2]), at(to, y, lo[2])),
+                1 => (at(z, y, lo[2]), at(z, to, lo[2])),
+                _ => (at(z, y, from), at(z, y, to)),
+            };
+            assert!(s.max(d) + run <= len, "a mirrored run beyond the array");
+            // SAFETY: both runs lie in the array (checked) and are disjoint
+            // (different layers of axis `a`); the caller owns them.
+            unsafe { std::ptr::copy_nonoverlapping(p.add(s), p.add(d), run) };
+        }
     }
 }
 
@@ -117,6 +251,7 @@ fn tiled<T: Cell, S: Stencil<T>>(
     a: &mut Field<T>,
     b: &mut Field<T>,
     levels: &[(Region, Place)],
+    mirrors: &Mirrors,
     cache_bytes: usize,
 ) {
     let (n, lag, ext) = (levels.len(), sh.lag, sh.ext);
@@ -144,6 +279,10 @@ fn tiled<T: Cell, S: Stencil<T>>(
                     let at = z * plane + y * ext[2];
                     stencil.row_at(&src.data, ext, z, y, x0, &mut dst[at + x0..at + x1], place, false);
                 });
+                if !mirrors.none() {
+                    // SAFETY: `dst` is borrowed mutably here, and one thread runs.
+                    unsafe { mirrors.refill(sh, dst.as_mut_ptr(), dst.len(), g, u, t0, t1) };
+                }
             }
         }
     }
@@ -197,6 +336,7 @@ impl SpinBarrier {
 /// arrays' units in flight fit `cache_bytes`, but enough for
 /// `cache_bytes / 64` cells per thread and level (4,096 by default: a
 /// barrier costs a fraction of a microsecond when every thread has a core).
+#[allow(clippy::too_many_arguments)]
 fn threaded<T: Cell, S: Stencil<T>>(
     stencil: &S,
     pool: &rayon::ThreadPool,
@@ -204,6 +344,7 @@ fn threaded<T: Cell, S: Stencil<T>>(
     a: &mut Field<T>,
     b: &mut Field<T>,
     levels: &[(Region, Place)],
+    mirrors: &Mirrors,
     cache_bytes: usize,
 ) {
     let threads = pool.current_num_threads();
@@ -242,6 +383,12 @@ fn threaded<T: Cell, S: Stencil<T>>(
                             let out = unsafe { std::slice::from_raw_parts_mut(to.0.add(at), x1 - x0) };
                             stencil.row_at(src, ext, z, y, x0, out, place, false);
                         });
+                        if !mirrors.none() {
+                            // SAFETY: the cells mirrored and their ghosts lie in
+                            // this thread's part (whose edges hold their sources:
+                            // `parts_hold_sources`) of the array written.
+                            unsafe { mirrors.refill(sh, to.0, len, g, u, t0, t1) };
+                        }
                     }
                 }
                 barrier.wait();

@@ -184,8 +184,87 @@ fn temporal_blocking_gives_the_same_field_and_skips_steps_that_need_it() {
             }
         }
     }
-    let mut neumann = GridSpec::new(vec![30, 20], 8);
-    neumann.boundary = vec![Boundary::Neumann];
-    neumann.deep_halo = 2;
-    assert_eq!(run_on(2, &neumann, &Heat5 { alpha: 0.2 }, &noise).blocked_steps, 0);
+}
+
+/// Neumann ghosts refilled level by level: mixed with the other
+/// conditions on other axes (corners where two kinds of edge meet), under a
+/// box stencil that reads the corners, across tiles and threads.
+#[test]
+fn temporal_blocking_mirrors_neumann_edges_level_by_level() {
+    use parsim_grid::{CellFn, Neighbourhood, Reach};
+    let box9 = CellFn::new(1, Reach::Box, |n: &Neighbourhood<'_, f64>| {
+        let mut s = 0.0;
+        for (dy, dx, w) in [
+            (-1, -1, 1.0),
+            (-1, 0, 2.0),
+            (-1, 1, 3.0),
+            (0, -1, 4.0),
+            (0, 1, 5.0),
+            (1, -1, 6.0),
+            (1, 0, 7.0),
+            (1, 1, 8.0),
+        ] {
+            s += w * n.get(0, dy, dx);
+        }
+        0.5 * n.centre() + s / 72.0
+    });
+    let box27 = CellFn::new(1, Reach::Box, |n: &Neighbourhood<'_, f64>| {
+        let mut s = 0.0;
+        for dz in -1..=1 {
+            for dy in -1..=1 {
+                for dx in -1..=1 {
+                    s += (3 * dz + dy + 5) as f64 * (dx + 2) as f64 * n.get(dz, dy, dx);
+                }
+            }
+        }
+        s / 300.0
+    });
+    // Radius 2: two mirrored layers, and a wave lag of 2.
+    let wide = CellFn::new(2, Reach::Star, |n: &Neighbourhood<'_, f64>| {
+        n.centre()
+            + 0.04
+                * (n.get(0, -2, 0) + 2.0 * n.get(0, 1, 0) + n.get(0, 0, -2) + 3.0 * n.get(0, 0, 1) - 7.0 * n.centre())
+    });
+    let (n, d, p) = (Boundary::Neumann, Boundary::Dirichlet(0.75), Boundary::Periodic);
+    let steps = 13;
+    for bounds in [vec![n], vec![n, d], vec![d, n], vec![n, p], vec![p, n]] {
+        for k in [2usize, 4] {
+            let mut spec = GridSpec::new(vec![40, 70], steps);
+            spec.boundary = bounds.clone();
+            spec.reduce_every = 0;
+            spec.deep_halo = k;
+            let mut spec3 = spec.clone();
+            spec3.size = vec![18, 26, 14];
+            if bounds.len() == 2 {
+                spec3.boundary = vec![bounds[0], bounds[1], bounds[0]];
+            }
+            spec.temporal_blocking = false;
+            spec3.temporal_blocking = false;
+            let want = run_on(1, &spec, &box9, &noise).digest;
+            let want_wide = run_on(1, &spec, &wide, &noise).digest;
+            let want3 = run_on(1, &spec3, &box27, &noise).digest;
+            spec.temporal_blocking = true;
+            spec3.temporal_blocking = true;
+            let blocked = (steps / k as u64) * k as u64;
+            for (ranks, threads, cache) in [
+                (1, 1, 256 << 10),
+                (1, 1, 1 << 10),
+                (2, 1, 1 << 10),
+                (3, 1, 2 << 10),
+                (1, 2, 256 << 10),
+                (2, 3, 1 << 10),
+            ] {
+                let what = format!("{bounds:?}, deep halo {k}, {ranks} ranks × {threads} threads, {cache} B");
+                spec.threads_per_rank = threads;
+                spec3.threads_per_rank = threads;
+                spec.wave_cache_bytes = cache;
+                spec3.wave_cache_bytes = cache;
+                let r = run_on(ranks, &spec, &box9, &noise);
+                assert_eq!((r.digest, r.blocked_steps), (want, blocked), "2-D box, {what}");
+                assert_eq!(run_on(ranks, &spec, &wide, &noise).digest, want_wide, "radius 2, {what}");
+                let r3 = run_on(ranks, &spec3, &box27, &noise);
+                assert_eq!((r3.digest, r3.blocked_steps), (want3, blocked), "3-D box, {what}");
+            }
+        }
+    }
 }
