@@ -19,8 +19,10 @@
 #   Chromium where one is installable).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-step() { printf '\n==> %s\n' "$*"; }
 started=$(date +%s)
+# Each step says when it starts (seconds since the script began), so a
+# slow CI run shows where its time went.
+step() { printf '\n==> %s   [%d s]\n' "$*" "$(( $(date +%s) - started ))"; }
 
 # ---------------------------------------------------------------- packages
 need=()
