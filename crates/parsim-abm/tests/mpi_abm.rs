@@ -131,6 +131,12 @@ fn write_files<C: Comm>(comm: &C, pop: &Population) -> Result<Vec<std::path::Pat
 }
 
 fn main() {
+    // `cargo test` runs this program too; it checks ranks against each
+    // other, so outside mpirun it says where it runs and stops.
+    if !mpi::launched_by_mpirun() {
+        println!("mpi_abm: not started by mpirun; scripts/test.sh runs it under mpirun -n 2 and 4");
+        return;
+    }
     let r = mpi::launch(|comm| {
         let er = Population::erdos_renyi(20_000, 10.0, 3);
         let mut ran = check(&comm, "ER variant A", &er, &SeirConfig { seed: 11, days: 100, ..SeirConfig::default() })?;

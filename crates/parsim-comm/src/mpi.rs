@@ -375,6 +375,21 @@ where
     Launcher::new().run(f)
 }
 
+/// Whether this process was started by a process manager (`mpirun`,
+/// `mpiexec`, or `srun` with PMI): Open MPI, MPICH and PMIx set their rank variables in
+/// every process they start. A program that only makes sense on several
+/// ranks, such as the MPI test suites, can say so and stop when this is
+/// false instead of running as a singleton.
+///
+/// ```
+/// if !parsim_comm::mpi::launched_by_mpirun() {
+///     println!("run me under mpirun -n 2");
+/// }
+/// ```
+pub fn launched_by_mpirun() -> bool {
+    ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMI_RANK", "PMIX_RANK"].iter().any(|v| std::env::var_os(v).is_some())
+}
+
 /// The MPI library's version string (`MPI_Get_library_version`).
 pub fn library_version() -> String {
     ::mpi::environment::library_version().unwrap_or_else(|_| "unknown".into()).trim().to_string()
