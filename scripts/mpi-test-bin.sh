@@ -3,12 +3,17 @@
 # needs the `mpi` feature) and prints its path, for `mpirun -n N "$(...)"`.
 # (Test names are unique in the workspace; CRATE says where it lives.)
 #   scripts/mpi-test-bin.sh parsim-grid mpi_grid
+#   scripts/mpi-test-bin.sh --features    (the feature set, for cargo --features)
 set -euo pipefail
+# Every crate's `mpi` feature: scripts/test.sh builds the test suite with
+# these, and the suites are found in that build (a per-crate feature set
+# would rebuild the workspace's crates for each suite).
+features=parsim-comm/mpi,parsim-grid/mpi,parsim-des/mpi,parsim-graph/mpi,parsim-abm/mpi,parsim/mpi,parsim-cli/mpi
+if [ "${1:-}" = --features ]; then
+  echo "$features"
+  exit 0
+fi
 crate=$1 test=$2
-# The whole workspace with the feature set scripts/test.sh tested with: the
-# binary is then already built (a per-crate feature set would rebuild the
-# workspace's crates for each suite).
-features=${MPI_FEATURES:-parsim-comm/mpi,parsim-grid/mpi,parsim-des/mpi,parsim-graph/mpi,parsim-abm/mpi,parsim/mpi,parsim-cli/mpi}
 cargo test --workspace --features "$features" --no-run --message-format=json-render-diagnostics \
   | python3 -c '
 import json, sys

@@ -64,9 +64,8 @@ cargo clippy --workspace --all-targets --all-features -- -D warnings
 # set means one dev build of the workspace instead of one per MPI suite. The
 # build without MPI is the README's command below (release), which also
 # checks that `--backend mpi` is explained there.
-export MPI_FEATURES="parsim-comm/mpi,parsim-grid/mpi,parsim-des/mpi,parsim-graph/mpi,parsim-abm/mpi,parsim/mpi,parsim-cli/mpi"
 step "cargo test --workspace (threads backend; MPI compiled in, so the CLI's mpirun cases run too)"
-cargo test --workspace --features "$MPI_FEATURES"
+cargo test --workspace --features "$(scripts/mpi-test-bin.sh --features)"
 
 # The readers' fuzz targets: the corpora and their mutations were replayed by
 # `cargo test` above (crates/parsim-fuzz); with nightly and cargo-fuzz
