@@ -475,7 +475,7 @@ where
         // block's last step).
         let inner_free = |done: u64| !needs_field(done) && !ck.as_ref().is_some_and(|c| c.needs_state_at(done));
         if blocking && step % kk == 0 && step + kk <= spec.steps && (step + 1..step + kk).all(inner_free) {
-            clock.in_phase(Phase::Comm, || plan.exchange(comm, &mut cur))?;
+            clock.in_phase(Phase::Comm, || plan.exchange_with(comm, &mut cur, kernel.pool.as_ref()))?;
             plan.apply_boundary(&mut cur);
             let levels: Vec<(Region, Place)> = (0..k)
                 .map(|j| (grow((k - 1 - j) * r).intersect(&domain), Place { step: step + j as u64, ..place }))
@@ -524,7 +524,7 @@ where
             // redundant computation would have produced.
             let refill = step == first && first > 0 && j != 0;
             if j == 0 && spec.overlap {
-                let pending = clock.in_phase(Phase::Comm, || plan.start(comm, &mut cur))?;
+                let pending = clock.in_phase(Phase::Comm, || plan.start_with(comm, &mut cur, kernel.pool.as_ref()))?;
                 let inner = interior.intersect(&region);
                 kernel.compute(&cur, &mut next.data, &inner, &place);
                 clock.in_phase(Phase::Comm, || plan.finish(pending, &mut cur))?;
@@ -534,7 +534,7 @@ where
                 }
             } else {
                 if j == 0 || refill {
-                    clock.in_phase(Phase::Comm, || plan.exchange(comm, &mut cur))?;
+                    clock.in_phase(Phase::Comm, || plan.exchange_with(comm, &mut cur, kernel.pool.as_ref()))?;
                 }
                 plan.apply_boundary(&mut cur);
                 kernel.compute(&cur, &mut next.data, &region, &place);

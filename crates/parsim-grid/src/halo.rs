@@ -172,8 +172,19 @@ impl HaloPlan {
     /// the halo parts that need no other rank (periodic self-neighbours,
     /// physical edges) at once, so that only cells next to remote faces wait.
     pub fn start<C: Comm, T: Cell>(&self, comm: &C, field: &mut Field<T>) -> Result<Pending<C, T>, GridError> {
+        self.start_with(comm, field, None)
+    }
+
+    /// [`start`](Self::start), with the local copies (periodic
+    /// self-neighbours) shared among the threads of `pool`.
+    pub fn start_with<C: Comm, T: Cell>(
+        &self,
+        comm: &C,
+        field: &mut Field<T>,
+        pool: Option<&rayon::ThreadPool>,
+    ) -> Result<Pending<C, T>, GridError> {
         for (from, to) in &self.local {
-            field.copy_region(from, to);
+            field.copy_region_par(from, to, pool);
         }
         // Provisional: cells that also depend on halos still in flight are
         // filled again by the caller's `apply_boundary` after `finish`.
@@ -213,7 +224,18 @@ impl HaloPlan {
 
     /// Exchange without overlap: start, then finish (apply the boundary after it).
     pub fn exchange<C: Comm, T: Cell>(&self, comm: &C, field: &mut Field<T>) -> Result<(), GridError> {
-        let p = self.start(comm, field)?;
+        self.exchange_with(comm, field, None)
+    }
+
+    /// [`exchange`](Self::exchange), with the local copies shared among the
+    /// threads of `pool`.
+    pub fn exchange_with<C: Comm, T: Cell>(
+        &self,
+        comm: &C,
+        field: &mut Field<T>,
+        pool: Option<&rayon::ThreadPool>,
+    ) -> Result<(), GridError> {
+        let p = self.start_with(comm, field, pool)?;
         self.finish(p, field)
     }
 

@@ -33,8 +33,9 @@
 //! deep halo of `k`, a halo `k` radii wide is exchanged every `k` steps and
 //! the cells in it are recomputed redundantly in between.
 // Unsafe code is confined to `stream_store.rs` (SSE2/AVX2 streaming stores),
-// the AVX2 builds of the row kernels in `stencil/builtin.rs` and the huge-page
-// advice in `field.rs`, each block with a SAFETY comment.
+// the AVX2 builds of the row kernels in `stencil/builtin.rs`, the threads of
+// a wavefront (`wave.rs`), and the huge-page advice and threaded halo copies
+// in `field.rs`, each block with a SAFETY comment.
 #![deny(unsafe_code)]
 
 mod decomp;

@@ -26,7 +26,8 @@ use crate::region::Region;
 use crate::stencil::{Place, Stencil};
 
 /// Runs the levels of one block; see the module doc. With a pool of more
-/// than one thread, [`threaded`]; else [`tiled`].
+/// than one thread, [`split`] where the wave axis is tall enough for a
+/// slab per thread, else [`threaded`]; with one thread, [`tiled`].
 pub(crate) fn wavefront<T: Cell, S: Stencil<T>>(
     stencil: &S,
     pool: Option<&rayon::ThreadPool>,
@@ -39,9 +40,16 @@ pub(crate) fn wavefront<T: Cell, S: Stencil<T>>(
     let Some(shape) = Shape::of(stencil, a.ext, levels) else {
         return;
     };
-    match pool.filter(|p| p.current_num_threads() > 1 && mirrors.parts_hold_sources(&shape, p.current_num_threads())) {
-        Some(pool) => threaded(stencil, pool, &shape, a, b, levels, mirrors, cache_bytes),
-        None => tiled(stencil, &shape, a, b, levels, mirrors, cache_bytes),
+    let Some(pool) = pool.filter(|p| p.current_num_threads() > 1) else {
+        return tiled(stencil, &shape, &mut a.data, &mut b.data, levels, mirrors, cache_bytes);
+    };
+    let threads = pool.current_num_threads();
+    if let Some(cuts) = slab_cuts(&shape, levels, threads) {
+        split(stencil, pool, &shape, a, b, levels, mirrors, cache_bytes, &cuts);
+    } else if mirrors.parts_hold_sources(&shape, threads) {
+        threaded(stencil, pool, &shape, a, b, levels, mirrors, cache_bytes);
+    } else {
+        tiled(stencil, &shape, &mut a.data, &mut b.data, levels, mirrors, cache_bytes);
     }
 }
 
@@ -69,6 +77,16 @@ impl Mirrors {
                 m.lo[a] = Some(h);
             }
         }
+        m
+    }
+
+    /// The edges seen from units `s0..s1` of the wave axis `w`, numbered
+    /// from `s0`: the low edge of that axis only if `first` (then `s0` is 0),
+    /// its high edge only if `last`.
+    fn slab(&self, w: usize, s0: usize, first: bool, last: bool) -> Mirrors {
+        let mut m = *self;
+        m.lo[w] = self.lo[w].filter(|_| first);
+        m.hi[w] = self.hi[w].filter(|_| last).map(|e| e - s0);
         m
     }
 
@@ -248,8 +266,8 @@ impl Shape {
 fn tiled<T: Cell, S: Stencil<T>>(
     stencil: &S,
     sh: &Shape,
-    a: &mut Field<T>,
-    b: &mut Field<T>,
+    a: &mut [T],
+    b: &mut [T],
     levels: &[(Region, Place)],
     mirrors: &Mirrors,
     cache_bytes: usize,
@@ -274,10 +292,10 @@ fn tiled<T: Cell, S: Stencil<T>>(
                 if t0 >= t1 {
                     continue;
                 }
-                let (src, dst) = if i % 2 == 0 { (&*a, &mut b.data) } else { (&*b, &mut a.data) };
+                let (src, dst) = if i % 2 == 0 { (&*a, &mut *b) } else { (&*b, &mut *a) };
                 sh.rows(g, u, t0, t1, |z, y, x0, x1| {
                     let at = z * plane + y * ext[2];
-                    stencil.row_at(&src.data, ext, z, y, x0, &mut dst[at + x0..at + x1], place, false);
+                    stencil.row_at(src, ext, z, y, x0, &mut dst[at + x0..at + x1], place, false);
                 });
                 if !mirrors.none() {
                     // SAFETY: `dst` is borrowed mutably here, and one thread runs.
@@ -288,12 +306,20 @@ fn tiled<T: Cell, S: Stencil<T>>(
     }
 }
 
-/// A raw pointer to an array's cells, shared by the threads of a wavefront.
+/// A raw pointer to an array's cells, shared by the threads of a wavefront
+/// or of a halo copy ([`Field::copy_region_par`]).
 #[derive(Clone, Copy)]
-struct Cells<T>(*mut T);
+pub(crate) struct Cells<T>(pub(crate) *mut T);
+
+impl<T> Cells<T> {
+    /// The pointer (a method, so that a closure captures the whole `Cells`).
+    pub(crate) fn get(self) -> *mut T {
+        self.0
+    }
+}
 // SAFETY: the threads only form disjoint `&mut` runs of the written array
 // and shared `&` views of the read one, never both of one array at once
-// (see `threaded`).
+// (see `threaded`), or copy between disjoint rows (`copy_region_par`).
 unsafe impl<T: Send> Send for Cells<T> {}
 unsafe impl<T: Send> Sync for Cells<T> {}
 
@@ -395,4 +421,118 @@ fn threaded<T: Cell, S: Stencil<T>>(
             }
         }
     });
+}
+
+/// Where [`split`] cuts the wave axis for `threads` slabs: at equal
+/// distances over the units every level computes, if each slab is then at
+/// least 4·(k + 1)·r units tall (k levels). The cuts then lie at least
+/// (k + 1)·r inside every level's region and as far apart, which is what
+/// `split`'s two phases need. A 2-D field's rows are contiguous only in a
+/// single plane.
+fn slab_cuts(sh: &Shape, levels: &[(Region, Place)], threads: usize) -> Option<Vec<usize>> {
+    let w = sh.wave;
+    if (w == 1 && sh.ext[0] != 1) || levels.iter().any(|(g, _)| g.is_empty()) {
+        return None;
+    }
+    let lo = levels.iter().map(|(g, _)| g.lo[w]).max()?;
+    let hi = levels.iter().map(|(g, _)| g.hi[w]).min()?;
+    let span = hi.checked_sub(lo)?;
+    let margin = (levels.len() + 1) * sh.lag;
+    (span / threads >= 4 * margin).then(|| (1..threads).map(|t| lo + span * t / threads).collect())
+}
+
+/// Several threads, split tiling: the wave axis is cut into one slab per
+/// thread (at `cuts`), and a block runs in two phases.
+///
+/// 1. Each thread runs [`tiled`] on its own slab, level i (0-based) shrunk
+///    by (i + 1)·r at each cut: a trapezoid that reads and writes only the
+///    slab's units, in arrays the thread holds alone (`split_at_mut`).
+/// 2. After all are done, the triangles left at each cut `s` — level i
+///    over `[s − (i + 1)·r, s + (i + 1)·r)` — run with every thread
+///    ([`threaded`], or one thread where a Neumann edge's sources are too
+///    thin for its parts). A level there reads the level below from its
+///    own triangle and from the trapezoids beside it, which phase 1 left
+///    in place: there, the level two above was written only further from
+///    the cut.
+///
+/// A slab is then computed as a rank's would be (one barrier per block, a
+/// thread's rows stay in its cache), where [`threaded`] meets at a barrier
+/// for every level of every few waves; every cell still gets the value
+/// of the steps one by one.
+#[allow(clippy::too_many_arguments)]
+fn split<T: Cell, S: Stencil<T>>(
+    stencil: &S,
+    pool: &rayon::ThreadPool,
+    sh: &Shape,
+    a: &mut Field<T>,
+    b: &mut Field<T>,
+    levels: &[(Region, Place)],
+    mirrors: &Mirrors,
+    cache_bytes: usize,
+    cuts: &[usize],
+) {
+    let (w, lag, threads) = (sh.wave, sh.lag, cuts.len() + 1);
+    let unit = if w == 0 { sh.ext[1] * sh.ext[2] } else { sh.ext[2] };
+    let bounds: Vec<usize> = std::iter::once(0).chain(cuts.iter().copied()).chain([sh.ext[w]]).collect();
+    // Each thread's slab of both arrays, taken by the thread of that index.
+    let mut slabs = Vec::with_capacity(threads);
+    let (mut ra, mut rb) = (&mut a.data[..], &mut b.data[..]);
+    for t in 0..threads {
+        let len = (bounds[t + 1] - bounds[t]) * unit;
+        let (sa, rest_a) = std::mem::take(&mut ra).split_at_mut(len);
+        let (sb, rest_b) = std::mem::take(&mut rb).split_at_mut(len);
+        (ra, rb) = (rest_a, rest_b);
+        slabs.push(std::sync::Mutex::new(Some((sa, sb))));
+    }
+    pool.broadcast(|ctx| {
+        let t = ctx.index();
+        let Some((sa, sb)) = slabs.get(t).and_then(|m| m.lock().ok()?.take()) else {
+            return;
+        };
+        let (s0, s1) = (bounds[t], bounds[t + 1]);
+        let mut ext = sh.ext;
+        ext[w] = s1 - s0;
+        let lv: Vec<(Region, Place)> = levels
+            .iter()
+            .enumerate()
+            .map(|(i, (g, place))| {
+                let (mut g, mut place) = (*g, *place);
+                let d = (i + 1) * lag;
+                if t > 0 {
+                    g.lo[w] = g.lo[w].max(s0 + d);
+                }
+                if t + 1 < threads {
+                    g.hi[w] = g.hi[w].min(s1 - d);
+                }
+                g.hi[w] = g.hi[w].max(g.lo[w]) - s0;
+                g.lo[w] -= s0;
+                place.origin[w] += s0 as i64;
+                (g, place)
+            })
+            .collect();
+        let m = mirrors.slab(w, s0, t == 0, t + 1 == threads);
+        if let Some(shape) = Shape::of(stencil, ext, &lv) {
+            tiled(stencil, &shape, sa, sb, &lv, &m, cache_bytes);
+        }
+    });
+    for &s in cuts {
+        let lv: Vec<(Region, Place)> = levels
+            .iter()
+            .enumerate()
+            .map(|(i, (g, place))| {
+                let mut g = *g;
+                let d = (i + 1) * lag;
+                (g.lo[w], g.hi[w]) = (g.lo[w].max(s - d), g.hi[w].min(s + d));
+                (g, *place)
+            })
+            .collect();
+        let Some(shape) = Shape::of(stencil, sh.ext, &lv) else {
+            continue;
+        };
+        if mirrors.parts_hold_sources(&shape, threads) {
+            threaded(stencil, pool, &shape, a, b, &lv, mirrors, cache_bytes);
+        } else {
+            tiled(stencil, &shape, &mut a.data, &mut b.data, &lv, mirrors, cache_bytes);
+        }
+    }
 }
