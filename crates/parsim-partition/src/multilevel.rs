@@ -207,7 +207,7 @@ fn vcycle(
     home: Option<Home<'_>>,
 ) -> Vec<u32> {
     let h = hierarchy(g, cfg, rng, start, home);
-    solve(g, cfg, lim, rng, &h, start, home, false)
+    solve(g, cfg, lim, rng, &h, start, home, false, true)
 }
 
 /// What a preset spends where.
@@ -227,7 +227,10 @@ struct Tuning {
     /// Pairwise two-way FM at every level: band depth and FM passes (0: none).
     band: usize,
     pair_passes: usize,
-    /// Flow refinement of each pair's border at every level.
+    /// Flow refinement of each pair's border at every level of a run's
+    /// last V-cycle (the cycles before it are re-coarsened and refined
+    /// again, so flows there bought little: cut 0.9272 → 0.9309× gpmetis
+    /// for 0.83× the time, BENCHMARKS.md).
     flows: bool,
 }
 
@@ -265,11 +268,11 @@ impl Tuning {
             Preset::Strong => Tuning {
                 runs: 2,
                 cycles: 2,
-                tries: 16,
-                ncuts: 3,
+                tries: 8,
+                ncuts: 2,
                 passes: 10,
-                fm_coarse: 3,
-                fm_finest: 3,
+                fm_coarse: 1,
+                fm_finest: 1,
                 band: 2,
                 pair_passes: 4,
                 flows: true,
@@ -290,6 +293,7 @@ fn solve(
     start: Option<&[u32]>,
     home: Option<Home<'_>>,
     tight: bool,
+    last: bool,
 ) -> Vec<u32> {
     let k = cfg.k;
     let t = Tuning::of(cfg.preset);
@@ -370,7 +374,7 @@ fn solve(
         parts = kw.parts;
         if pairs {
             let mut moved = pairwise::refine_pairs(graph, &mut parts, k, &level_lim, t.band, t.pair_passes);
-            if t.flows {
+            if t.flows && last {
                 moved.extend(pairwise::flow_pairs(graph, &mut parts, k, &level_lim));
             }
             if let Some(f) = flags.as_mut() {
@@ -467,9 +471,10 @@ pub fn multilevel_kway(g: &Graph, cfg: &Config) -> Result<(Vec<u32>, crate::Metr
         let mut rng = StreamKey::new(cfg.seed).purpose("parsim.partition.multilevel").with(r).stream();
         // A run past the planned ones splits the imbalance over the bisections.
         let h = hierarchy(g, cfg, &mut rng, None, None);
-        let mut parts = solve(g, cfg, &lim, &mut rng, &h, None, None, r >= runs);
-        for _ in 1..cycles {
-            parts = vcycle(g, cfg, &lim, &mut rng, Some(&parts), None);
+        let mut parts = solve(g, cfg, &lim, &mut rng, &h, None, None, r >= runs, cycles == 1);
+        for c in 1..cycles {
+            let hh = hierarchy(g, cfg, &mut rng, Some(&parts), None);
+            parts = solve(g, cfg, &lim, &mut rng, &hh, Some(&parts), None, false, c + 1 == cycles);
         }
         let m = metrics(g, &parts, cfg);
         let goal = |m: &crate::Metrics| if cfg.objective == Objective::Volume { m.volume } else { m.cut };

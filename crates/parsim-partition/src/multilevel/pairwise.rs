@@ -163,7 +163,25 @@ fn pairs_of(g: &Graph, parts: &[u32], k: usize) -> (Vec<i64>, Vec<Pair>) {
             }
         }
     }
-    entries.sort_unstable();
+    // Sorted by pair, each pair's entries in vertex order (as pushed): a
+    // stable counting sort by the larger part, then by the smaller.
+    for shift in [0u32, 32] {
+        let part = |key: u64| (key >> shift) as u32 as usize;
+        let mut start = vec![0usize; k + 1];
+        for e in &entries {
+            start[part(e.0) + 1] += 1;
+        }
+        for p in 0..k {
+            start[p + 1] += start[p];
+        }
+        let mut sorted = vec![(0u64, 0u32, 0i64); entries.len()];
+        for e in &entries {
+            let at = &mut start[part(e.0)];
+            sorted[*at] = *e;
+            *at += 1;
+        }
+        entries = sorted;
+    }
     let mut pairs: Vec<Pair> = Vec::new();
     for (i, &(key, v, w)) in entries.iter().enumerate() {
         if i == 0 || entries[i - 1].0 != key {
@@ -361,21 +379,46 @@ fn min_cut(h: &Graph, s: usize, t: usize) -> (i64, [Vec<bool>; 2]) {
             tail[i] = v as u32;
         }
     }
-    // The reverse of each arc: arcs sorted by their unordered end pair.
-    let mut arcs: Vec<(u64, usize)> = (0..m)
-        .map(|i| {
-            let (a, b) = (tail[i], h.adjncy[i]);
-            ((u64::from(a.min(b)) << 32) | u64::from(a.max(b)), i)
-        })
-        .collect();
-    arcs.sort_unstable();
+    // The reverse of each arc, in linear time: visiting the vertices in
+    // order, the arcs u → v with u < v are met before v is, so each is
+    // filed under v; at v, a table of where each such u's arc lies gives
+    // the reverse of v's arcs back to smaller ids. (The band has no
+    // parallel arcs.)
     let mut rev = vec![usize::MAX; m];
-    for pair in arcs.chunks(2) {
-        if let [(ka, a), (kb, b)] = *pair {
-            if ka == kb {
-                rev[a] = b;
-                rev[b] = a;
+    let mut into = vec![0u32; n + 1];
+    for i in 0..m {
+        let (a, b) = (tail[i], h.adjncy[i]);
+        if a < b {
+            into[b as usize + 1] += 1;
+        }
+    }
+    for v in 0..n {
+        into[v + 1] += into[v];
+    }
+    let mut fill = into.clone();
+    let mut back = vec![0u32; into[n] as usize];
+    for i in 0..m {
+        let (a, b) = (tail[i], h.adjncy[i]);
+        if a < b {
+            back[fill[b as usize] as usize] = i as u32;
+            fill[b as usize] += 1;
+        }
+    }
+    let mut at = vec![u32::MAX; n];
+    for v in 0..n {
+        for &j in &back[into[v] as usize..into[v + 1] as usize] {
+            at[tail[j as usize] as usize] = j;
+        }
+        for i in h.xadj[v] as usize..h.xadj[v + 1] as usize {
+            let u = h.adjncy[i] as usize;
+            if u < v && at[u] != u32::MAX && h.adjncy[at[u] as usize] as usize == v {
+                let j = at[u] as usize;
+                rev[i] = j;
+                rev[j] = i;
             }
+        }
+        for &j in &back[into[v] as usize..into[v + 1] as usize] {
+            at[tail[j as usize] as usize] = u32::MAX;
         }
     }
     let mut r: Vec<i64> = h.adjwgt.clone();

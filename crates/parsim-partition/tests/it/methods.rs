@@ -2,7 +2,7 @@
 //! balance rule exactly, for one and several constraints, deterministically.
 
 use parsim_partition::spectral::spectral;
-use parsim_partition::{io, metrics, vertex_cut, Config, Graph, Method, Partitioner, VertexCut};
+use parsim_partition::{io, metrics, vertex_cut, Config, Graph, Method, Partitioner, Preset, VertexCut};
 
 use crate::support::{data, grid, random_graph};
 
@@ -48,6 +48,30 @@ fn multilevel_is_balanced_on_every_shared_graph() {
             assert!(m.cut > 0 && m.cut < g.edges() as i64 / 2, "{name} k={k}: cut {}", m.cut);
         }
     }
+}
+
+#[test]
+fn the_strong_preset_cuts_less_than_the_default_and_keeps_the_balance() {
+    // Over a mesh, a matrix graph and a social graph at two K: the strong
+    // preset (two runs of two V-cycles, flows on the last) never cuts more
+    // than the default (its first run refines the default's initial
+    // partition, with more passes and on a deeper band), and
+    // less in total.
+    let (mut strong_sum, mut default_sum) = (0, 0);
+    for name in ["3elt.graph", "add32.graph", "ca-GrQc_lcc.graph"] {
+        let g = io::read_metis(&data(name)).unwrap();
+        for k in [2, 8] {
+            let (_, d) = Method::Multilevel.partition(&g, &Config::new(k)).unwrap();
+            let cfg = Config { preset: Preset::Strong, ..Config::new(k) };
+            let (parts, s) = Method::Multilevel.partition(&g, &cfg).unwrap();
+            valid(&g, &parts, k);
+            assert!(s.balanced && s.empty_parts == 0, "{name} k={k}: {:?}", s.imbalance);
+            assert!(s.cut <= d.cut, "{name} k={k}: strong {} > default {}", s.cut, d.cut);
+            strong_sum += s.cut;
+            default_sum += d.cut;
+        }
+    }
+    assert!(strong_sum < default_sum, "strong {strong_sum}, default {default_sum}");
 }
 
 #[test]
