@@ -210,29 +210,28 @@ impl Graph {
                 }
             }
         }
-        // Symmetry in one pass: sources are visited in increasing order, so
-        // the entries below u of u's sorted row are met in their own order;
-        // `next[u]` is the first of them not yet matched. Any mismatch, or an
-        // entry left unmatched, is a defect, which the search below names.
-        let mut next: Vec<u64> = self.xadj[..n].to_vec();
-        let mut symmetric = true;
-        'rows: for v in 0..n {
-            for i in span(v) {
-                let (u, w) = entry(i);
-                if u as usize > v {
-                    let j = next[u as usize];
-                    if j < self.xadj[u as usize + 1] && entry(j as usize) == (v as u32, w) {
-                        next[u as usize] += 1;
-                    } else {
-                        symmetric = false;
-                        break 'rows;
-                    }
-                }
+        // Symmetry in one sequential pass: the arcs that go up (v → u, u > v)
+        // and those that come down (u → v), each read as (low, high,
+        // weight), must be the same set (rows have no duplicates). Two
+        // independent 64-bit hashes summed over each side compare the sets
+        // without the scattered reads of matching arc by arc; a mismatch
+        // (or a count that differs) goes to the search below, which names
+        // the defect.
+        let key = |a: u32, b: u32, w: i64| {
+            let x = (u64::from(a) << 32 | u64::from(b)) ^ hash64(w as u64 ^ 0x5851_f42d_4c95_7f2d);
+            (hash64(x), hash64(x ^ 0x9e37_79b9_7f4a_7c15))
+        };
+        let (mut up, mut down) = ((0u64, 0u64, 0u64), (0u64, 0u64, 0u64));
+        for v in 0..n {
+            for (&u, &w) in self.neighbours(v).iter().zip(self.edge_weights(v)) {
+                let side = if u as usize > v { &mut up } else { &mut down };
+                let (h1, h2) = if u as usize > v { key(v as u32, u, w) } else { key(u, v as u32, w) };
+                side.0 += 1;
+                side.1 = side.1.wrapping_add(h1);
+                side.2 = side.2.wrapping_add(h2);
             }
         }
-        symmetric = symmetric
-            && (0..n)
-                .all(|u| span(u).take_while(|&i| (entry(i).0 as usize) < u).count() as u64 == next[u] - self.xadj[u]);
+        let symmetric = up == down;
         if symmetric {
             return Ok(());
         }
@@ -312,4 +311,11 @@ impl Graph {
         }?;
         Some(self.edge_weights(v)[i])
     }
+}
+
+/// splitmix64's finaliser: a cheap, well-mixed hash of `x`.
+fn hash64(mut x: u64) -> u64 {
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
 }
