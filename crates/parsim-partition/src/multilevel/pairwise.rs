@@ -12,11 +12,18 @@
 use crate::graph::Graph;
 use crate::partition::Limits;
 
-/// Reusable per-vertex scratch: a stamp per pair, and the band index.
+/// Reusable per-vertex scratch: a stamp per pair, and the band index,
+/// side by side (building a band reads both for every neighbour: one cache
+/// line instead of two).
 struct Scratch {
-    stamp: Vec<u32>,
-    local: Vec<u32>,
+    slot: Vec<(u32, u32)>,
     now: u32,
+}
+
+impl Scratch {
+    fn new(n: usize) -> Scratch {
+        Scratch { slot: vec![(0, 0); n], now: 0 }
+    }
 }
 
 /// The band of pair (`p`, `q`) grown from `seeds`, as a graph whose last two
@@ -38,7 +45,7 @@ fn band(
     let mut taken = [0i64; 2];
     let mut take = |v: usize, taken: &mut [i64; 2]| -> bool {
         let pv = parts[v];
-        if (pv != p && pv != q) || sc.stamp[v] == now {
+        if (pv != p && pv != q) || sc.slot[v].0 == now {
             return false;
         }
         let s = usize::from(pv == q);
@@ -48,7 +55,7 @@ fn band(
             }
         }
         taken[s] += g.weights(v)[0];
-        sc.stamp[v] = now;
+        sc.slot[v].0 = now;
         true
     };
     for &v in seeds {
@@ -73,7 +80,7 @@ fn band(
         from = to;
     }
     for (i, &v) in ids.iter().enumerate() {
-        sc.local[v as usize] = i as u32;
+        sc.slot[v as usize].1 = i as u32;
     }
     let nb = ids.len();
     let ncon = g.ncon;
@@ -98,8 +105,9 @@ fn band(
         let (mut e0, mut e1) = (0i64, 0i64);
         for (&u, &w) in g.neighbours(v).iter().zip(g.edge_weights(v)) {
             let pu = parts[u as usize];
-            if sc.stamp[u as usize] == now {
-                adjncy.push(sc.local[u as usize]);
+            let (stamp, local) = sc.slot[u as usize];
+            if stamp == now {
+                adjncy.push(local);
                 adjwgt.push(w);
             } else if pu == p {
                 e0 += w;
@@ -223,7 +231,7 @@ pub(crate) fn refine_pairs(
     let ncon = g.ncon;
     let (mut pw, mut pairs) = pairs_of(g, parts, k);
     pairs.sort_by_key(|x| (std::cmp::Reverse(x.cut), x.p, x.q));
-    let mut sc = Scratch { stamp: vec![0; n], local: vec![0; n], now: 0 };
+    let mut sc = Scratch::new(n);
     let mut moved = Vec::new();
     // Adjacency entries the bands have scanned so far.
     let mut scanned = 0usize;
@@ -533,7 +541,7 @@ pub(crate) fn flow_pairs(g: &Graph, parts: &mut [u32], k: usize, lim: &Limits) -
     // In (p, q) order.
     let (mut pw, pairs) = pairs_of(g, parts, k);
     let avg = pw.iter().sum::<i64>() / k as i64;
-    let mut sc = Scratch { stamp: vec![0; n], local: vec![0; n], now: 0 };
+    let mut sc = Scratch::new(n);
     for Pair { p, q, seeds, .. } in pairs {
         let room = |x: u32| (lim.get(x as usize, 0) - pw[x as usize]).max(avg / 100).max(1);
         for alpha in [4i64, 2, 1] {
