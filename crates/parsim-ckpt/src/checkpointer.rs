@@ -413,6 +413,11 @@ impl<'c, C: Comm> Checkpointer<'c, C> {
             paths.push((Level::Shared, data_path(&self.opts.dir, Level::Shared, seq, me, p)));
         }
         items.insert(0, Item { seq, rank: me, raw, sum: Some(sum), paths });
+        // The newest checkpoint every rank's writer has finished: what
+        // this one's pruning must keep (a rank's background writes may lag
+        // the others' by several checkpoints).
+        let done = self.writer.stats.lock().expect("stats").done;
+        let whole = self.comm.all_reduce(&[done], ReduceOp::Min)?[0];
         let pieces = self.comm.gather_value(0, &piece)?;
         let manifest = match pieces {
             Some(pieces) => {
@@ -459,7 +464,7 @@ impl<'c, C: Comm> Checkpointer<'c, C> {
         // Manifests outlive their newest files at any level.
         let keep_manifests = keep.own.max(keep.partner).max(keep.shared * self.opts.shared_every.max(1) as usize);
         let prune_manifests = (me == 0).then(|| (dir.clone(), keep_manifests));
-        let job = Job { boundary: b, items, manifest, prune, prune_manifests };
+        let job = Job { boundary: b, seq, whole, items, manifest, prune, prune_manifests };
         self.writer.submit(job);
         self.taken_at(b, t0);
         if matches!(self.opts.interval, Some(Interval::Seconds(_) | Interval::Auto { .. })) {

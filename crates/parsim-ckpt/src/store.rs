@@ -85,7 +85,11 @@ fn seq_of(name: &str, tail_ok: impl Fn(&str) -> bool) -> Option<u64> {
     (end > 0 && tail_ok(&rest[end..])).then(|| rest[..end].parse().ok()).flatten()
 }
 
-/// How many checkpoints each level keeps.
+/// How many checkpoints each level keeps. Older ones are deleted, except
+/// the newest checkpoint that every rank has written in full and anything
+/// newer: a rank whose background writes run ahead of a slow rank's keeps
+/// its older files until the slow rank catches up (before, a rank killed
+/// while two checkpoints behind could leave the job with none whole).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Keep {
     /// Level 1 (default 2).
@@ -116,6 +120,13 @@ pub(crate) struct Item {
 /// What the writer does for one checkpoint.
 pub(crate) struct Job {
     pub boundary: u64,
+    /// The checkpoint's sequence number.
+    pub seq: u64,
+    /// The newest checkpoint every rank had written in full (its files,
+    /// and rank 0 its manifest) when this one was taken: pruning never
+    /// deletes it or anything newer, so a rank whose writes run ahead of a
+    /// slow rank's cannot leave the job with no whole checkpoint.
+    pub whole: u64,
     pub items: Vec<Item>,
     pub manifest: Option<(PathBuf, Vec<u8>)>,
     /// Retention, after the files are down: keep the newest `n` of `level`
@@ -134,6 +145,8 @@ pub(crate) struct WriterStats {
     pub raw_bytes: u64,
     pub files: u64,
     pub failures: Vec<String>,
+    /// The newest checkpoint whose job this writer finished without a failure (0: none).
+    pub done: u64,
 }
 
 pub(crate) struct Writer {
@@ -300,16 +313,19 @@ fn run_job(
         }
     }
     for (dir, level, keep) in &job.prune {
-        prune(dir, *level, *keep);
+        prune(dir, *level, *keep, job.whole);
     }
     for item in job.items {
         recycle(pool, item.raw);
     }
     if let Some((dir, keep)) = &job.prune_manifests {
-        prune_manifests(dir, *keep);
+        prune_manifests(dir, *keep, job.whole);
     }
     st.write_s = t0.elapsed().as_secs_f64();
     let mut s = stats.lock().expect("stats");
+    if st.failures.is_empty() {
+        s.done = s.done.max(job.seq);
+    }
     s.write_s += st.write_s;
     s.compress_s += st.compress_s;
     s.file_bytes += st.file_bytes;
@@ -322,8 +338,10 @@ fn run_job(
 }
 
 /// Deletes all but the newest `keep` checkpoints of `level` in `dir` (a
-/// rank directory for levels 1 and 2, the shared directory for level 3).
-pub(crate) fn prune(dir: &Path, level: Level, keep: usize) {
+/// rank directory for levels 1 and 2, the shared directory for level 3),
+/// except checkpoint `whole` (the newest every rank has written) and any
+/// newer one.
+pub(crate) fn prune(dir: &Path, level: Level, keep: usize, whole: u64) {
     let Ok(rd) = std::fs::read_dir(dir) else { return };
     let mut found: Vec<(u64, PathBuf)> = rd
         .filter_map(|e| e.ok())
@@ -338,14 +356,14 @@ pub(crate) fn prune(dir: &Path, level: Level, keep: usize) {
         })
         .collect();
     found.sort_unstable_by_key(|f| std::cmp::Reverse(f.0));
-    for (_, path) in found.into_iter().skip(keep.max(1)) {
+    for (_, path) in found.into_iter().skip(keep.max(1)).filter(|f| f.0 < whole) {
         let _ = if path.is_dir() { std::fs::remove_dir_all(&path) } else { std::fs::remove_file(&path) };
     }
     let _ = parsim_core::io::sync_dir(dir);
 }
 
-fn prune_manifests(dir: &Path, keep: usize) {
-    for seq in manifest_seqs(dir).into_iter().skip(keep.max(1)) {
+fn prune_manifests(dir: &Path, keep: usize, whole: u64) {
+    for seq in manifest_seqs(dir).into_iter().skip(keep.max(1)).filter(|&s| s < whole) {
         let _ = std::fs::remove_file(manifest_path(dir, seq));
     }
 }
@@ -356,5 +374,41 @@ fn recycle(pool: &Pool, buf: Vec<u8>) {
         if p.len() < POOL_MAX {
             p.push(buf);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn own_files(dir: &Path) -> Vec<u64> {
+        let mut s: Vec<u64> = std::fs::read_dir(dir)
+            .unwrap()
+            .filter_map(|e| seq_of(&e.unwrap().file_name().to_string_lossy(), |t| t == ".ckpt"))
+            .collect();
+        s.sort_unstable();
+        s
+    }
+
+    #[test]
+    fn pruning_keeps_the_newest_checkpoint_every_rank_has_written() {
+        let dir = std::env::temp_dir().join(format!("parsim-prune-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        for seq in 1..=9u64 {
+            std::fs::write(dir.join(format!("c{seq:06}.ckpt")), b"x").unwrap();
+        }
+        // This rank has written 8 and 9, a slower one only up to 6: 6 is
+        // the newest whole checkpoint, so it stays with everything newer.
+        prune(&dir, Level::Own, 2, 6);
+        assert_eq!(own_files(&dir), vec![6, 7, 8, 9]);
+        // Once every rank has written 9, only the newest two are kept.
+        prune(&dir, Level::Own, 2, 9);
+        assert_eq!(own_files(&dir), vec![8, 9]);
+        // Nothing known whole yet (a fresh run's first checkpoint): nothing goes.
+        std::fs::write(dir.join("c000001.ckpt"), b"x").unwrap();
+        prune(&dir, Level::Own, 2, 0);
+        assert_eq!(own_files(&dir), vec![1, 8, 9]);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
