@@ -1,6 +1,7 @@
 //! Coarsening: heavy-edge matching, or size-constrained label-propagation
 //! clustering where matching stalls (power-law graphs), and contraction.
 
+use parsim_core::mem::prefetch;
 use parsim_core::rng::Stream;
 
 use crate::graph::Graph;
@@ -72,22 +73,48 @@ pub(crate) fn heavy_edge_matching(
     }
     let same = |a: usize, b: usize| class.is_none_or(|p| p[a] == p[b]);
     let salt = rand_core::RngCore::next_u64(rng);
-    for v in order {
+    // With every edge of the same weight (an unweighted input's finest
+    // level), the heaviest eligible edge is the first one: stop there, and
+    // never read the weights (METIS's random matching on such levels).
+    let uniform = uniform_weight(g).is_some();
+    let far = beyond_cache(g);
+    for (i, &v) in order.iter().enumerate() {
+        // The order is random: fetch a vertex's offsets 16 places ahead, and
+        // its row and mate 8 ahead, so that the misses overlap.
+        if far {
+            if let Some(&w) = order.get(i + 16) {
+                prefetch(&g.xadj, w as usize);
+            }
+            if let Some(&w) = order.get(i + 8) {
+                prefetch(&mate, w as usize);
+                prefetch(&g.adjncy, g.xadj[w as usize] as usize);
+            }
+        }
         let v = v as usize;
         if mate[v] != u32::MAX {
             continue;
         }
-        let (mut best, mut bw) = (v as u32, 0i64);
+        let mut best = v as u32;
         // Ties go to the first candidate from a per-vertex offset, so that
         // equal weights do not all pull the same way through the ids.
-        let (nb, ew) = (g.neighbours(v), g.edge_weights(v));
+        let nb = g.neighbours(v);
         let d = nb.len();
         let off = ((u128::from(hash(v as u64 ^ salt)) * d as u128) >> 64) as usize;
-        let (head, tail) = (nb[off..].iter().zip(&ew[off..]), nb[..off].iter().zip(&ew[..off]));
-        for (&u, &w) in head.chain(tail) {
-            if w > bw && mate[u as usize] == u32::MAX && fits(g, v, u as usize, maxw) && same(v, u as usize) {
+        if uniform {
+            let eligible =
+                |&&u: &&u32| mate[u as usize] == u32::MAX && fits(g, v, u as usize, maxw) && same(v, u as usize);
+            if let Some(&u) = nb[off..].iter().chain(&nb[..off]).find(eligible) {
                 best = u;
-                bw = w;
+            }
+        } else {
+            let ew = g.edge_weights(v);
+            let mut bw = 0i64;
+            let (head, tail) = (nb[off..].iter().zip(&ew[off..]), nb[..off].iter().zip(&ew[..off]));
+            for (&u, &w) in head.chain(tail) {
+                if w > bw && mate[u as usize] == u32::MAX && fits(g, v, u as usize, maxw) && same(v, u as usize) {
+                    best = u;
+                    bw = w;
+                }
             }
         }
         mate[v] = best;
@@ -193,9 +220,32 @@ pub(crate) fn cluster(g: &Graph, rng: &mut Stream, maxw: &[i64], class: Option<&
     (cmap, cn as usize)
 }
 
+/// Whether `g`'s rows are unlikely to sit in the cache (over 2¹⁸ entries,
+/// 1 MB of neighbour ids): only then are scattered rows worth prefetching.
+#[inline]
+pub(crate) fn beyond_cache(g: &Graph) -> bool {
+    g.adjncy.len() > 1 << 18
+}
+
+/// The weight every edge of `g` has, if they all have the same one.
+pub(crate) fn uniform_weight(g: &Graph) -> Option<i64> {
+    let w0 = *g.adjwgt.first()?;
+    g.adjwgt.iter().all(|&w| w == w0).then_some(w0)
+}
+
 /// The graph of the coarse vertices `cmap` defines: weights summed, edges
 /// between the same coarse vertices merged (weights summed), internal edges dropped.
 pub(crate) fn contract(g: &Graph, cmap: &[u32], cn: usize) -> Graph {
+    // Unweighted input (every edge weight equal): the fine weights need not
+    // be read, which is a third of the bytes a row costs.
+    match uniform_weight(g) {
+        Some(w0) => contract_rows::<true>(g, cmap, cn, w0),
+        None => contract_rows::<false>(g, cmap, cn, 0),
+    }
+}
+
+/// [`contract`], reading the fine edge weights unless `UNIFORM` (then all are `w0`).
+fn contract_rows<const UNIFORM: bool>(g: &Graph, cmap: &[u32], cn: usize, w0: i64) -> Graph {
     let (n, ncon) = (g.n(), g.ncon);
     // Members of each coarse vertex (counting sort; for a matching, ids are
     // already in order of their first member, so this is one linear pass).
@@ -222,9 +272,22 @@ pub(crate) fn contract(g: &Graph, cmap: &[u32], cn: usize) -> Graph {
     let mut adjncy: Vec<u32> = Vec::with_capacity(g.adjncy.len());
     let mut adjwgt: Vec<i64> = Vec::with_capacity(g.adjncy.len());
     let mut pos = vec![u32::MAX; cn];
+    let members_of = |c: usize| &members[start[c] as usize..start[c + 1] as usize];
+    let far = beyond_cache(g);
     for c in 0..cn {
+        // A coarse vertex's second member lies anywhere: fetch its offsets
+        // 16 coarse vertices ahead and its row 8 ahead, so that the misses
+        // overlap with this row's work (contraction is bound by them).
+        if far && c + 16 < cn {
+            for &m in members_of(c + 16) {
+                prefetch(&g.xadj, m as usize);
+            }
+            for &m in members_of(c + 8) {
+                prefetch(&g.adjncy, g.xadj[m as usize] as usize);
+            }
+        }
         let row = adjncy.len();
-        for &v in &members[start[c] as usize..start[c + 1] as usize] {
+        for &v in members_of(c) {
             let v = v as usize;
             if ncon == 1 {
                 vwgt[c] += g.vwgt[v];
@@ -234,7 +297,9 @@ pub(crate) fn contract(g: &Graph, cmap: &[u32], cn: usize) -> Graph {
                 }
             }
             let (lo, hi) = (g.xadj[v] as usize, g.xadj[v + 1] as usize);
-            for (&u, &w) in g.adjncy[lo..hi].iter().zip(&g.adjwgt[lo..hi]) {
+            let (nb, ws) = (&g.adjncy[lo..hi], if UNIFORM { &[][..] } else { &g.adjwgt[lo..hi] });
+            for (k, &u) in nb.iter().enumerate() {
+                let w = if UNIFORM { w0 } else { ws[k] };
                 let cu = cmap[u as usize];
                 if cu as usize == c {
                     continue;
@@ -311,5 +376,57 @@ mod tests {
             }
         }
         assert_eq!(pairs, 14);
+    }
+
+    /// A grid graph of `w × h` vertices, every edge of weight `wt`, beyond
+    /// the cache threshold when large (so the prefetching paths run too).
+    fn grid(w: u32, h: u32, wt: i64) -> Graph {
+        let mut edges = Vec::new();
+        for y in 0..h {
+            for x in 0..w {
+                let v = y * w + x;
+                if x + 1 < w {
+                    edges.push((v, v + 1, wt));
+                }
+                if y + 1 < h {
+                    edges.push((v, v + w, wt));
+                }
+            }
+        }
+        Graph::from_edges((w * h) as usize, &edges).unwrap()
+    }
+
+    #[test]
+    fn unit_weight_matching_is_maximal_and_contraction_equals_the_weighted_path() {
+        for (w, h) in [(7, 5), (400, 200)] {
+            let g = grid(w, h, 1);
+            assert_eq!(beyond_cache(&g), w == 400);
+            let mut rng = parsim_core::rng::StreamKey::new(11).stream();
+            let (cmap, cn) = heavy_edge_matching(&g, &mut rng, &[2], None);
+            // Pairs are edges; no two unmatched vertices are adjacent (the
+            // early stop on uniform weights still matches maximally).
+            let mut size = vec![0; cn];
+            for &c in &cmap {
+                size[c as usize] += 1;
+            }
+            for v in 0..g.n() {
+                for &u in g.neighbours(v) {
+                    let alone = size[cmap[v] as usize] == 1 && size[cmap[u as usize] as usize] == 1;
+                    assert!(!alone, "{v} and {u} are adjacent and both unmatched");
+                }
+            }
+            for c in 0..cn {
+                let m: Vec<usize> = (0..g.n()).filter(|&v| cmap[v] as usize == c).collect();
+                if m.len() == 2 {
+                    assert!(g.neighbours(m[0]).contains(&(m[1] as u32)));
+                }
+            }
+            // Contraction without reading the weights builds the same graph.
+            let fast = contract_rows::<true>(&g, &cmap, cn, 1);
+            let general = contract_rows::<false>(&g, &cmap, cn, 0);
+            assert_eq!(fast, general);
+            assert_eq!(contract(&g, &cmap, cn), general);
+            assert_eq!(fast.adjwgt.iter().sum::<i64>(), g.adjwgt.iter().sum::<i64>() - 2 * (g.n() - cn) as i64);
+        }
     }
 }

@@ -3,6 +3,7 @@
 //! that lowers the cut (or keeps it and evens the weights) within the
 //! limits; then, if a part is still over its limit, the cheapest moves out of it.
 
+use parsim_core::mem::prefetch;
 use parsim_core::rng::Stream;
 
 use crate::graph::Graph;
@@ -170,10 +171,21 @@ impl<'a> KWay<'a> {
         let mut visit = self.boundary(rng);
         let mut stamp = vec![0u32; self.g.n()];
         let mut next = Vec::new();
+        let far = super::coarsen::beyond_cache(self.g);
         for pass in 1..=passes as u32 {
             let mut moved = 0;
             let mut pass_gain = 0;
-            for &v in &visit {
+            for (i, &v) in visit.iter().enumerate() {
+                // Random order: fetch offsets 16 ahead, the row and part 8 ahead.
+                if far {
+                    if let Some(&w) = visit.get(i + 16) {
+                        prefetch(&self.g.xadj, w as usize);
+                    }
+                    if let Some(&w) = visit.get(i + 8) {
+                        prefetch(&self.parts, w as usize);
+                        prefetch(&self.g.adjncy, self.g.xadj[w as usize] as usize);
+                    }
+                }
                 let v = v as usize;
                 if self.pinned(v) {
                     continue;
