@@ -88,10 +88,15 @@ RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace
 json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {}, {'d': d}))" "$@"; }
 step "examples: the bank (M/M/c) against Erlang C, at 1 and 2 ranks, and a sweep of tellers"
 # Release builds here and below use 16 codegen units: the same code at
-# opt-level 3 with thin LTO, compiled on both cores (the CLI crate alone takes
-# 158 s with one unit, 114 s with 16, here). They check behaviour; the
-# benchmarks use the workspace's profile (one unit) as shipped.
+# opt-level 3, compiled on both cores (the CLI crate alone takes 158 s with
+# one unit, 114 s with 16, here). They check behaviour; the benchmarks use
+# the workspace's profile (one unit, thin LTO) as shipped.
 export CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16
+# Nor do they link-time optimise: the release build of the examples and the
+# CLI took 126 s without LTO against 208 s with thin LTO (16 units each, a
+# clean target, this machine), and there are two such builds (without and
+# with MPI).
+export CARGO_PROFILE_RELEASE_LTO=false
 # The examples and the CLI without MPI in one build (the README's command
 # below then finds its binary built).
 cargo build --release --examples --bin parsim

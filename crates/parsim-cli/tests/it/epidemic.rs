@@ -216,10 +216,16 @@ fn epidemic_digest_under_mpirun_equals_threads() {
 }
 
 /// The epidemic balanced: `[lb]` turns on chunks of consecutive agents.
+/// The balancing runs use a third of `SMALL`'s agents in chunks of 200 (as
+/// many chunks per rank, 2.6× less time in the dev profile: this test runs
+/// 24 of them).
+const LB_AGENTS: [&str; 2] = ["--set", "abm.agents=10000"];
+
 fn balanced(ranks: u32, strategy: &str, extra: &[&str], out: &std::path::Path) -> serde_json::Value {
     let s = format!("lb.strategy={strategy}");
     let mut a = vec!["--set", s.as_str(), "--set", "lb.every=5", "--set", "lb.measure=count"];
-    a.extend_from_slice(&["--set", "lb.when=every", "--set", "abm.chunk_agents=500"]);
+    a.extend_from_slice(&["--set", "lb.when=every", "--set", "abm.chunk_agents=200"]);
+    a.extend_from_slice(&LB_AGENTS);
     a.extend_from_slice(extra);
     run("scenarios/epidemic.toml", ranks, &a, out)
 }
@@ -227,7 +233,7 @@ fn balanced(ranks: u32, strategy: &str, extra: &[&str], out: &std::path::Path) -
 #[test]
 fn the_balanced_epidemic_keeps_its_digest_under_every_strategy() {
     let dir = tmp("epi-lb");
-    let want = run("scenarios/epidemic.toml", 1, &[], &dir.join("r1"))["digest"].clone();
+    let want = run("scenarios/epidemic.toml", 1, &LB_AGENTS, &dir.join("r1"))["digest"].clone();
     for strategy in ["off", "diffusive", "sfc", "graph", "greedy", "refine", "steal"] {
         for ranks in [2, 3, 4] {
             let s = balanced(ranks, strategy, &[], &dir.join(format!("{strategy}-{ranks}")));

@@ -6,13 +6,15 @@
 //! comes from the spacing of the waiting events, so a bucket holds a few
 //! events whatever the time scale (a year begun from a handful of events
 //! keeps the last year's width). Push and pop are O(1) amortised for the
-//! smooth timestamp distributions of PHOLD-like models; with massive ties a
-//! bucket degenerates to one sorted run, where a push into the current
-//! bucket is a binary search and a shift of the events after it (O(n) in
-//! the worst case, unlike a heap's O(log n)).
+//! smooth timestamp distributions of PHOLD-like models. With massive ties
+//! (every event at the same few times, a barrier of many simulated ranks)
+//! no width spreads the events: a bucket then holds thousands, and a sorted
+//! insert into it shifts them all. Pushes into a current bucket of
+//! [`CROWDED`] events or more go to a 4-ary heap beside it instead, and pops
+//! take the earlier of the two, so such a bucket costs O(log n) per event.
 
 use crate::model::Event;
-use crate::queue::PendingSet;
+use crate::queue::{PendingSet, QuadHeap};
 
 /// A calendar queue of events.
 #[derive(Clone, Debug)]
@@ -31,17 +33,34 @@ pub struct Calendar<P> {
     cur: usize,
     /// Events at or after the end of the year, unsorted.
     far: Vec<Event<P>>,
+    /// Events of the current bucket pushed while it was crowded (they
+    /// belong to bucket `cur`, and only to it).
+    side: QuadHeap<P>,
     len: usize,
 }
 
 impl<P> Default for Calendar<P> {
     fn default() -> Self {
-        Calendar { buckets: Vec::new(), nb: 0, base: 0.0, width: 1.0, inv_width: 1.0, cur: 0, far: Vec::new(), len: 0 }
+        Calendar {
+            buckets: Vec::new(),
+            nb: 0,
+            base: 0.0,
+            width: 1.0,
+            inv_width: 1.0,
+            cur: 0,
+            far: Vec::new(),
+            side: QuadHeap::default(),
+            len: 0,
+        }
     }
 }
 
 /// Below this many events a new year keeps the last year's bucket width.
 const FEW_EVENTS: usize = 32;
+
+/// A current bucket this long takes further pushes into the side heap
+/// (a sorted insert would shift up to this many events).
+pub const CROWDED: usize = 64;
 
 #[inline]
 fn sort_desc<P>(v: &mut [Event<P>]) {
@@ -60,13 +79,25 @@ impl<P: Clone> Calendar<P> {
         }
     }
 
-    /// Makes `buckets[cur]` non-empty and sorted, or leaves the queue empty.
+    /// Makes the current bucket (its sorted run and the side heap) non-empty,
+    /// or leaves the queue empty.
     #[inline]
     fn settle(&mut self) {
-        if self.cur < self.nb && !self.buckets[self.cur].is_empty() {
+        if self.cur < self.nb && (!self.buckets[self.cur].is_empty() || !self.side.is_empty()) {
             return;
         }
         self.advance();
+    }
+
+    /// Whether the next event is the side heap's (rather than the end of the
+    /// current bucket's sorted run); the current bucket is settled.
+    #[inline]
+    fn side_first(&mut self) -> bool {
+        match (self.side.peek(), self.buckets[self.cur].last()) {
+            (Some(h), Some(b)) => h.order() < b.order(),
+            (Some(_), None) => true,
+            _ => false,
+        }
     }
 
     #[cold]
@@ -159,10 +190,19 @@ impl<P: Clone> PendingSet<P> for Calendar<P> {
             return;
         }
         if j < self.cur {
-            // Before the current bucket (a rollback re-inserting): that bucket is current now.
+            // Before the current bucket (a rollback re-inserting): that bucket
+            // is current now, and the side heap's events go back to their own
+            // bucket (unsorted, like every bucket but the current one).
+            while let Some(e) = self.side.pop() {
+                self.buckets[self.cur].push(e);
+            }
             self.cur = j;
         }
         let b = &mut self.buckets[self.cur];
+        if b.len() >= CROWDED {
+            self.side.push(ev);
+            return;
+        }
         let o = ev.order();
         // Sorted descending: insert after every larger event.
         let at = b.partition_point(|e| e.order() > o);
@@ -175,7 +215,7 @@ impl<P: Clone> PendingSet<P> for Calendar<P> {
             return None;
         }
         self.settle();
-        let ev = self.buckets[self.cur].pop();
+        let ev = if self.side_first() { self.side.pop() } else { self.buckets[self.cur].pop() };
         if ev.is_some() {
             self.len -= 1;
         }
@@ -188,7 +228,11 @@ impl<P: Clone> PendingSet<P> for Calendar<P> {
             return None;
         }
         self.settle();
-        self.buckets[self.cur].last()
+        if self.side_first() {
+            self.side.peek()
+        } else {
+            self.buckets[self.cur].last()
+        }
     }
 
     #[inline]
@@ -225,5 +269,48 @@ mod tests {
             assert!(c.buckets.get(c.cur).map_or(0, Vec::len) < 64, "a current bucket of {}", c.buckets[c.cur].len());
         }
         assert!(c.pop().is_none());
+    }
+
+    /// Thousands of events at the same few times (a barrier of many
+    /// simulated ranks, PHOLD with lookahead = mean), with pops between the
+    /// pushes and re-inserts before the current bucket (a rollback): every
+    /// pop is the earliest event, and the crowded buckets use the side heap.
+    #[test]
+    fn crowded_buckets_pop_in_order_with_pushes_before_the_current_one() {
+        let mut c = Calendar::default();
+        let mut reference: std::collections::BTreeSet<(crate::model::Order, u64)> = Default::default();
+        let mut x = 99u64;
+        let mut seq = 0u64;
+        let mut last = 0.0f64;
+        let mut sided = 0;
+        for round in 0..8u64 {
+            for i in 0..4000u64 {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                let t = match (x >> 33) % 16 {
+                    // Now and then an event before the last one popped (a rollback's re-insert).
+                    0 if last > 1.0 => last - 1.0,
+                    1..=3 => (round + 2) as f64 + 0.5,
+                    _ => (round + 2) as f64,
+                };
+                let e = ev(t, seq);
+                seq += 1;
+                reference.insert((e.order(), e.seq));
+                c.push(e);
+                if i % 3 == 0 {
+                    let got = c.pop().expect("an event");
+                    let want = reference.pop_first().expect("an event");
+                    assert_eq!((got.order(), got.seq), want);
+                    last = got.time;
+                    sided = sided.max(c.side.len());
+                }
+            }
+        }
+        assert!(sided > 1000, "the side heap held at most {sided} events");
+        assert_eq!(c.len(), reference.len());
+        while let Some(want) = reference.pop_first() {
+            let got = c.pop().expect("an event");
+            assert_eq!((got.order(), got.seq), want);
+        }
+        assert!(c.pop().is_none() && c.peek().is_none());
     }
 }
