@@ -300,9 +300,11 @@ pub(crate) fn bisect(g: &Graph, frac: f64, eps: f64, tries: usize, rng: &mut Str
     // One more try from the Fiedler vector's order (two when the sides
     // differ in size: its low end on side 0, then its high end) sees the
     // global structure greedy growing misses: the communities of a social
-    // graph, the long axis of a mesh. A rough vector (30 Lanczos steps) does.
+    // graph, the long axis of a mesh. A rough vector (30 Lanczos steps,
+    // periodically reorthogonalised) does; 45 steps cut 2.6 % more
+    // (BENCHMARKS.md), a closer vector being a worse start here.
     let spectral = if g.n() > 2 {
-        let x = crate::spectral::fiedler_steps(g, rand_core::RngCore::next_u64(rng), 30, 1);
+        let x = crate::spectral::fiedler_steps(g, rand_core::RngCore::next_u64(rng), 30, 0);
         let mut order: Vec<u32> = (0..g.n() as u32).collect();
         order.sort_by(|&a, &b| x[a as usize].total_cmp(&x[b as usize]).then(a.cmp(&b)));
         if (frac - 0.5).abs() < 1e-9 {
