@@ -48,7 +48,8 @@ struct Level {
 /// One coarsening step of `cur` (`None` when it no longer shrinks):
 /// heavy-edge matching, or label-propagation clustering on skewed-degree
 /// graphs and where matching stalls. `power_law` records, across the levels
-/// of one hierarchy, that clustering took over.
+/// of one hierarchy, that clustering took over; `uniform` says every edge
+/// of `cur` weighs the same.
 pub(crate) fn coarsen_step(
     cur: &Graph,
     rng: &mut Stream,
@@ -56,6 +57,7 @@ pub(crate) fn coarsen_step(
     class: Option<&[u64]>,
     first: bool,
     power_law: &mut bool,
+    uniform: bool,
 ) -> Option<(Vec<u32>, usize)> {
     // Skewed degrees (social, web graphs): clustering coarsens along
     // communities, where matching merges across them.
@@ -66,7 +68,7 @@ pub(crate) fn coarsen_step(
         *power_law = true;
         coarsen::cluster(cur, rng, maxw, class)
     } else {
-        coarsen::heavy_edge_matching(cur, rng, maxw, class)
+        coarsen::heavy_edge_matching(cur, rng, maxw, class, uniform)
     };
     if cn as f64 > 0.85 * cur.n() as f64 && !*power_law {
         // Matching stalls (stars, power-law hubs): cluster instead.
@@ -77,7 +79,7 @@ pub(crate) fn coarsen_step(
     }
     if cn as f64 > 0.95 * cur.n() as f64 && *power_law {
         // Clusters stopped shrinking: match what is left.
-        (cmap, cn) = coarsen::heavy_edge_matching(cur, rng, maxw, class);
+        (cmap, cn) = coarsen::heavy_edge_matching(cur, rng, maxw, class, uniform);
     }
     (cn as f64 <= 0.95 * cur.n() as f64).then_some((cmap, cn))
 }
@@ -143,9 +145,10 @@ fn coarsen_all(g: &Graph, k: usize, rng: &mut Stream, class: Option<Vec<u64>>) -
         if cur.n() <= coarsen_to || !budget.allows(cur) {
             break;
         }
-        let step = coarsen_step(cur, rng, &maxw, cur_part.as_deref(), levels.is_empty(), &mut power_law);
+        let w0 = coarsen::uniform_weight(cur);
+        let step = coarsen_step(cur, rng, &maxw, cur_part.as_deref(), levels.is_empty(), &mut power_law, w0.is_some());
         let Some((cmap, cn)) = step else { break };
-        let graph = coarsen::contract(cur, &cmap, cn);
+        let graph = coarsen::contract(cur, &cmap, cn, w0);
         if let Some(p) = cur_part.as_mut() {
             *p = restrict(&cmap, cn, p);
         }
@@ -656,7 +659,7 @@ pub fn coarsen_map(
     clustering: &mut bool,
 ) -> Option<(Vec<u32>, usize)> {
     assert!(g.ncon == 1, "coarsen_map: one vertex weight");
-    coarsen_step(g, rng, &[maxw], None, first, clustering)
+    coarsen_step(g, rng, &[maxw], None, first, clustering, coarsen::uniform_weight(g).is_some())
 }
 
 #[cfg(test)]

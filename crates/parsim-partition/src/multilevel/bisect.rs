@@ -370,10 +370,10 @@ fn ml_bisect_once(g: &Graph, frac: f64, eps: f64, tries: usize, rng: &mut Stream
         if cur.n() <= BISECT_COARSEST || !budget.allows(cur) {
             break;
         }
-        let Some((cmap, cn)) = super::coarsen_step(cur, rng, &maxw, None, levels.is_empty(), &mut power_law) else {
-            break;
-        };
-        let coarse = super::coarsen::contract(cur, &cmap, cn);
+        let w0 = super::coarsen::uniform_weight(cur);
+        let step = super::coarsen_step(cur, rng, &maxw, None, levels.is_empty(), &mut power_law, w0.is_some());
+        let Some((cmap, cn)) = step else { break };
+        let coarse = super::coarsen::contract(cur, &cmap, cn, w0);
         budget.add(&coarse, cur);
         levels.push((coarse, cmap));
     }

@@ -45,12 +45,14 @@ fn fits(g: &Graph, a: usize, b: usize, maxw: &[i64]) -> bool {
 /// Heavy-edge matching: each unmatched vertex (in random order) is matched
 /// to the unmatched neighbour with the heaviest edge whose merged weight
 /// stays within `maxw`; then isolated vertices are paired with each other.
+/// `uniform` says every edge of `g` weighs the same ([`uniform_weight`]).
 /// Returns the coarse id of each vertex and their count.
 pub(crate) fn heavy_edge_matching(
     g: &Graph,
     rng: &mut Stream,
     maxw: &[i64],
     class: Option<&[u64]>,
+    uniform: bool,
 ) -> (Vec<u32>, usize) {
     let n = g.n();
     let mut mate = vec![u32::MAX; n];
@@ -76,7 +78,6 @@ pub(crate) fn heavy_edge_matching(
     // With every edge of the same weight (an unweighted input's finest
     // level), the heaviest eligible edge is the first one: stop there, and
     // never read the weights (METIS's random matching on such levels).
-    let uniform = uniform_weight(g).is_some();
     let far = beyond_cache(g);
     for (i, &v) in order.iter().enumerate() {
         // The order is random: fetch a vertex's offsets 16 places ahead, and
@@ -227,18 +228,20 @@ pub(crate) fn beyond_cache(g: &Graph) -> bool {
     g.adjncy.len() > 1 << 18
 }
 
-/// The weight every edge of `g` has, if they all have the same one.
+/// The weight every edge of `g` has, if they all have the same one (a
+/// coarsening step finds it once, for matching and for [`contract`]).
 pub(crate) fn uniform_weight(g: &Graph) -> Option<i64> {
     let w0 = *g.adjwgt.first()?;
     g.adjwgt.iter().all(|&w| w == w0).then_some(w0)
 }
 
 /// The graph of the coarse vertices `cmap` defines: weights summed, edges
-/// between the same coarse vertices merged (weights summed), internal edges dropped.
-pub(crate) fn contract(g: &Graph, cmap: &[u32], cn: usize) -> Graph {
+/// between the same coarse vertices merged (weights summed), internal edges
+/// dropped. `uniform` is [`uniform_weight`] of `g`.
+pub(crate) fn contract(g: &Graph, cmap: &[u32], cn: usize, uniform: Option<i64>) -> Graph {
     // Unweighted input (every edge weight equal): the fine weights need not
     // be read, which is a third of the bytes a row costs.
-    match uniform_weight(g) {
+    match uniform {
         Some(w0) => contract_rows::<true>(g, cmap, cn, w0),
         None => contract_rows::<false>(g, cmap, cn, 0),
     }
@@ -349,7 +352,7 @@ mod tests {
         let mut g = Graph::from_edges(n, &edges).unwrap();
         g.vwgt[40] = 100;
         let mut rng = parsim_core::rng::StreamKey::new(3).stream();
-        let (cmap, cn) = heavy_edge_matching(&g, &mut rng, &[2], None);
+        let (cmap, cn) = heavy_edge_matching(&g, &mut rng, &[2], None, true);
         let mut size = vec![0; cn];
         for &c in &cmap {
             size[c as usize] += 1;
@@ -365,7 +368,7 @@ mod tests {
         // With classes (alternating here), isolated vertices pair within
         // their class: 15 of each, so 7 pairs each and one left over.
         let class: Vec<u64> = (0..n as u64).map(|v| v % 2).collect();
-        let (cmap, _) = heavy_edge_matching(&g, &mut rng, &[2], Some(&class));
+        let (cmap, _) = heavy_edge_matching(&g, &mut rng, &[2], Some(&class), true);
         let mut pairs = 0;
         for u in 10..40 {
             for v in u + 1..40 {
@@ -402,7 +405,8 @@ mod tests {
             let g = grid(w, h, 1);
             assert_eq!(beyond_cache(&g), w == 400);
             let mut rng = parsim_core::rng::StreamKey::new(11).stream();
-            let (cmap, cn) = heavy_edge_matching(&g, &mut rng, &[2], None);
+            assert_eq!(uniform_weight(&g), Some(1));
+            let (cmap, cn) = heavy_edge_matching(&g, &mut rng, &[2], None, true);
             // Pairs are edges; no two unmatched vertices are adjacent (the
             // early stop on uniform weights still matches maximally).
             let mut size = vec![0; cn];
@@ -425,7 +429,7 @@ mod tests {
             let fast = contract_rows::<true>(&g, &cmap, cn, 1);
             let general = contract_rows::<false>(&g, &cmap, cn, 0);
             assert_eq!(fast, general);
-            assert_eq!(contract(&g, &cmap, cn), general);
+            assert_eq!(contract(&g, &cmap, cn, Some(1)), general);
             assert_eq!(fast.adjwgt.iter().sum::<i64>(), g.adjwgt.iter().sum::<i64>() - 2 * (g.n() - cn) as i64);
         }
     }
