@@ -259,6 +259,14 @@ impl Offsets {
         }
     }
 
+    #[inline(always)]
+    fn prefetch(&self, i: usize) {
+        match self {
+            Offsets::Narrow(x) => parsim_core::mem::prefetch(x, i),
+            Offsets::Wide(x) => parsim_core::mem::prefetch(x, i),
+        }
+    }
+
     fn bytes(&self) -> usize {
         match self {
             Offsets::Narrow(x) => x.len() * 4,
@@ -376,6 +384,40 @@ impl DistGraph {
     #[inline]
     pub fn row(&self, i: usize) -> std::ops::Range<usize> {
         self.xadj.at(i)..self.xadj.at(i + 1)
+    }
+
+    /// A hint that owned vertex `i`'s row offsets will be read soon (the
+    /// first of two prefetch stages for a scattered walk over rows; nothing
+    /// for an `i` out of range).
+    #[inline]
+    pub fn prefetch_offsets(&self, i: usize) {
+        self.xadj.prefetch(i);
+    }
+
+    /// A hint that owned vertex `i`'s row (and its layers) will be read soon:
+    /// reads its offsets (best after [`prefetch_offsets`](Self::prefetch_offsets))
+    /// and prefetches the row's first and last entries.
+    ///
+    /// ```
+    /// use parsim_graph::{Csr, DistGraph};
+    /// let (g, _) = Csr::from_pairs(4, vec![(0, 1), (1, 2), (2, 3)], None);
+    /// let d = DistGraph::build(0, 1, &g, &[0; 4]).unwrap();
+    /// d.prefetch_offsets(2);
+    /// d.prefetch_row(2); // a hint: nothing observable changes
+    /// assert_eq!(d.neighbours(2), &[1, 3]);
+    /// ```
+    #[inline]
+    pub fn prefetch_row(&self, i: usize) {
+        if i < self.n_owned {
+            let r = self.row(i);
+            if r.end > r.start {
+                parsim_core::mem::prefetch(&self.adj, r.start);
+                parsim_core::mem::prefetch(&self.adj, r.end - 1);
+                if let Some(l) = &self.layer {
+                    parsim_core::mem::prefetch(l, r.start);
+                }
+            }
+        }
     }
 
     /// Entries in the owned rows (the upper bound of [`row`](Self::row) indices).

@@ -140,11 +140,12 @@ pub fn run<C: Comm>(
 /// What the epidemic derives once from a rank's part of the graph (reusable
 /// across runs, like the graph itself). When a third of the agents or more
 /// are on the boundary (a random graph): which neighbouring ranks hold a
-/// ghost of each owned agent (one byte per agent, up to 8 neighbouring
+/// ghost of each owned agent (one byte per agent, 2 to 8 neighbouring
 /// ranks) and the global ids of each agent's ghost neighbours beside each
 /// other in row order (read with the row instead of one lookup per ghost).
-/// Otherwise (a population with locality): one bit per agent saying whether
-/// it is on the boundary, the graph's own lists for the rest.
+/// Otherwise (a population with locality), and with one neighbouring rank:
+/// one bit per agent saying whether it is on the boundary, the graph's own
+/// lists for the rest.
 pub struct Layout<'a> {
     g: &'a DistGraph,
     peer_mask: Vec<u8>,
@@ -161,8 +162,9 @@ impl<'a> Layout<'a> {
         let dense = g.ghosts() > 0 && 3 * g.boundary_ids().len() >= g.owned();
         let (mut peer_mask, mut gstart, mut gids, mut bbits) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         if dense {
-            // With at most 8 neighbouring ranks, one byte per agent (0: not on the boundary).
-            if g.peers().len() <= 8 {
+            // With 2 to 8 neighbouring ranks, one byte per agent (0: not on
+            // the boundary); with one, the bitset below says it 8× smaller.
+            if (2..=8).contains(&g.peers().len()) {
                 peer_mask = vec![0u8; g.owned()];
                 for (i, at) in g.boundary() {
                     peer_mask[i as usize] = at.fold(0u8, |m, (q, _)| m | 1 << q);
@@ -174,7 +176,8 @@ impl<'a> Layout<'a> {
                 gids.extend(g.neighbours(i)[g.owned_neighbours(i).len()..].iter().map(|&l| g.global(l as usize)));
                 gstart.push(gids.len() as u32);
             }
-        } else if g.ghosts() > 0 {
+        }
+        if peer_mask.is_empty() && g.ghosts() > 0 {
             bbits = vec![0u64; g.owned().div_ceil(64)];
             for &i in g.boundary_ids() {
                 bbits[i as usize >> 6] |= 1 << (i & 63);
@@ -201,6 +204,29 @@ impl<'a> Layout<'a> {
         match self.gstart.is_empty() {
             false => &self.gids[self.gstart[i] as usize..self.gstart[i + 1] as usize],
             true => &[],
+        }
+    }
+
+    /// Prefetches for the transmissions of the sources in `list`, while
+    /// working on its `k`-th: each source's row offsets (and where its ghost
+    /// ids start) 16 sources ahead, then its row (and ghost ids) 8 ahead, so
+    /// that the scattered loads of several rows are in flight at once.
+    #[inline]
+    fn prefetch_ahead<T>(&self, list: &[(u32, T)], k: usize) {
+        if let Some(&(far, _)) = list.get(k + 16) {
+            self.g.prefetch_offsets(far as usize);
+            parsim_core::mem::prefetch(&self.gstart, far as usize);
+        }
+        if let Some(&(near, _)) = list.get(k + 8) {
+            let near = near as usize;
+            self.g.prefetch_row(near);
+            if near + 1 < self.gstart.len() {
+                let (a, b) = (self.gstart[near] as usize, self.gstart[near + 1] as usize);
+                if b > a {
+                    parsim_core::mem::prefetch(&self.gids, a);
+                    parsim_core::mem::prefetch(&self.gids, b - 1);
+                }
+            }
         }
     }
 
@@ -577,24 +603,16 @@ fn days<C: Comm>(
         };
         let view = View { g, st: &s.st, gone: &s.gone, base };
         let mut planned = Planned::default();
-        // The rows of today's sources are scattered: load their first words
-        // in two tight passes (offsets, then rows), whose independent loads
-        // overlap, before the branchy pass that uses them.
+        // The rows of today's sources are scattered: in ascending order
+        // (neighbouring sources share lines), each prefetched ahead.
         sources.sort_unstable_by_key(|&(src, _)| src);
-        let starts: Vec<usize> = sources.iter().map(|&(src, _)| g.row(src as usize).start).collect();
-        let mut touched = 0u32;
-        for &e in &starts {
-            if e < g.adjacency_len() {
-                touched ^= g.adj_at(e);
-            }
-        }
-        std::hint::black_box(touched);
         // The draws of each source (kept only when balancing, to charge its chunk).
         let mut per_source: Vec<u64> = Vec::new();
         let keep = bal.is_some();
         match &ctx.pool {
             None => {
-                for &(src, c) in &sources {
+                for (k, &(src, c)) in sources.iter().enumerate() {
+                    layout.prefetch_ahead(&sources, k);
                     let n = rules.transmissions(gid(src as usize), &c, &row_of(src as usize), &view, &mut planned);
                     s.draws += n;
                     if keep {
@@ -610,7 +628,8 @@ fn days<C: Comm>(
                         .map(|chunk| {
                             let mut p = Planned::default();
                             let mut d = Vec::with_capacity(chunk.len());
-                            for &(src, c) in chunk {
+                            for (k, &(src, c)) in chunk.iter().enumerate() {
+                                layout.prefetch_ahead(chunk, k);
                                 d.push(rl.transmissions(gid(src as usize), &c, &row_of(src as usize), vw, &mut p));
                             }
                             (d, p)
@@ -646,7 +665,9 @@ fn days<C: Comm>(
         }
         for &a in &s.left_s {
             let ga = gid(a as usize);
-            if peer_mask.is_empty() {
+            if npeers == 1 {
+                out[0].push([u32::MAX, ga]);
+            } else if peer_mask.is_empty() {
                 for (q, _) in g.ghosted_at(a as usize) {
                     out[q as usize].push([u32::MAX, ga]);
                 }
@@ -679,7 +700,12 @@ fn days<C: Comm>(
             }
         }
         let counts = &mut s.counts;
-        for j in std::mem::take(&mut s.attempts[day as usize]) {
+        // The targets are scattered: each one's state is prefetched 16 ahead.
+        let todo = std::mem::take(&mut s.attempts[day as usize]);
+        for (k, &j) in todo.iter().enumerate() {
+            if let Some(&far) = todo.get(k + 16) {
+                parsim_core::mem::prefetch(&s.st, far as usize);
+            }
             let j = j as usize;
             if let Some(b) = bal.as_deref() {
                 work[chunk_of(j, b)] += 1.0;
