@@ -160,7 +160,7 @@ impl DistGraph {
         let mut cut = 0usize;
         let fast = match (&owned, ghost_table.dense, &weight, &layer) {
             (&Owned::Block(lo, hi), Some(first), None, None) => {
-                cut = split_block_rows(&xadj, &mut adj, (lo, hi), (first, &ghost_table.slots));
+                cut = split_block_rows(&xadj, &mut adj, (lo, hi), first, &ghost_table);
                 true
             }
             _ => false,
@@ -318,12 +318,11 @@ fn not_in_block(adj: &[u32], lo: u32, hi: u32) -> Vec<u32> {
 /// Rewrites block-owned rows of global ids in place as local ids, owned
 /// neighbours first, then ghosts, each part in global id order (as the
 /// general path in [`DistGraph::from_rows`] does), for a dense ghost table
-/// (`slots[v − first]` = ghost number + 1); returns the ghost entries.
-/// Every entry is written to both candidate places and the right one
-/// advanced, without a branch on whether it is owned.
-fn split_block_rows(xadj: &[u64], adj: &mut [u32], (lo, hi): (u32, u32), (first, slots): (u32, &[u32])) -> usize {
+/// starting at id `first`; returns the ghost entries. Every entry is
+/// written to both candidate places and the right one advanced, without a
+/// branch on whether it is owned.
+fn split_block_rows(xadj: &[u64], adj: &mut [u32], (lo, hi): (u32, u32), first: u32, table: &GhostTable) -> usize {
     let n_owned = (hi - lo) as usize;
-    let last = slots.len() - 1;
     let mut ghosts: Vec<u32> = Vec::new();
     let mut cut = 0;
     for i in 0..n_owned {
@@ -334,10 +333,9 @@ fn split_block_rows(xadj: &[u64], adj: &mut [u32], (lo, hi): (u32, u32), (first,
         for e in r.clone() {
             let u = adj[e];
             let own = u.wrapping_sub(lo) < hi - lo;
-            let d = u.wrapping_sub(first) as usize;
-            let slot = slots[d.min(last)];
+            let j = table.dense_rank(u.wrapping_sub(first) as usize);
             adj[at] = u.wrapping_sub(lo);
-            ghosts[t] = (n_owned as u32).wrapping_add(slot).wrapping_sub(1);
+            ghosts[t] = (n_owned as u32).wrapping_add(j);
             at += usize::from(own);
             t += usize::from(!own);
         }
