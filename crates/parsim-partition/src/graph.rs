@@ -161,7 +161,11 @@ impl Graph {
         // Every sum the partitioner forms (part weights, cuts, gains, balance
         // limits in f64) stays exact when the totals are at most 2^53.
         for c in 0..self.ncon {
-            let total: i128 = self.vwgt.iter().skip(c).step_by(self.ncon).map(|&w| i128::from(w)).sum();
+            let total: i128 = if self.ncon == 1 {
+                exact_total(&self.vwgt)
+            } else {
+                self.vwgt.iter().skip(c).step_by(self.ncon).map(|&w| i128::from(w)).sum()
+            };
             if total > MAX_TOTAL_WEIGHT as i128 {
                 return Err(format!(
                     "the vertex weights (constraint {}) sum to {total}, more than {MAX_TOTAL_WEIGHT} (2^53, the largest total parsim sums exactly): scale the weights down",
@@ -169,7 +173,7 @@ impl Graph {
                 ));
             }
         }
-        let total: i128 = self.adjwgt.iter().map(|&w| i128::from(w)).sum::<i128>() / 2;
+        let total: i128 = exact_total(&self.adjwgt) / 2;
         if total > MAX_TOTAL_WEIGHT as i128 {
             return Err(format!(
                 "the edge weights sum to {total}, more than {MAX_TOTAL_WEIGHT} (2^53, the largest total parsim sums exactly): scale the weights down"
@@ -177,8 +181,12 @@ impl Graph {
         }
         // Ids, self-loops and weights, and whether every row is already
         // strictly increasing (METIS files usually are): then the rows are
-        // their own sorted copies and have no duplicates.
+        // their own sorted copies and have no duplicates. A row that is not
+        // is checked for a repeat on its own: a short one by comparing its
+        // entries (in cache), a long one with a stamp per vertex (the row
+        // that last listed it).
         let mut sorted = true;
+        let mut seen: Vec<u32> = Vec::new();
         for v in 0..n {
             let row = self.neighbours(v);
             for (&u, &w) in row.iter().zip(self.edge_weights(v)) {
@@ -192,34 +200,32 @@ impl Graph {
                     return Err(format!("edge {}-{} has weight {w} (must be > 0)", v + 1, u + 1));
                 }
             }
-            sorted &= row.windows(2).all(|p| p[0] < p[1]);
-        }
-        let copy: Option<Vec<(u32, i64)>> = (!sorted).then(|| {
-            let mut rows: Vec<(u32, i64)> = self.adjncy.iter().copied().zip(self.adjwgt.iter().copied()).collect();
-            for v in 0..n {
-                rows[self.xadj[v] as usize..self.xadj[v + 1] as usize].sort_unstable();
+            if row.windows(2).all(|p| p[0] < p[1]) {
+                continue;
             }
-            rows
-        });
-        let entry = |i: usize| copy.as_ref().map_or((self.adjncy[i], self.adjwgt[i]), |c| c[i]);
-        let span = |v: usize| self.xadj[v] as usize..self.xadj[v + 1] as usize;
-        if copy.is_some() {
-            for v in 0..n {
-                if let Some(i) = span(v).skip(1).find(|&i| entry(i - 1).0 == entry(i).0) {
-                    return Err(format!("duplicate edge {}-{}", v + 1, entry(i).0 + 1));
+            sorted = false;
+            let repeat = if row.len() <= 16 {
+                (1..row.len()).find(|&i| row[..i].contains(&row[i])).map(|i| row[i])
+            } else {
+                if seen.is_empty() {
+                    seen = vec![u32::MAX; n];
                 }
+                row.iter().copied().find(|&u| std::mem::replace(&mut seen[u as usize], v as u32) == v as u32)
+            };
+            if let Some(u) = repeat {
+                return Err(format!("duplicate edge {}-{}", v + 1, u + 1));
             }
         }
         // Symmetry in one sequential pass: the arcs that go up (v → u, u > v)
         // and those that come down (u → v), each read as (low, high,
-        // weight), must be the same set (rows have no duplicates). Two
-        // independent 64-bit hashes summed over each side compare the sets
+        // weight), must be the same set (rows have no duplicates). A 64-bit
+        // hash and its square, summed over each side, compare the sets
         // without the scattered reads of matching arc by arc; a mismatch
         // (or a count that differs) goes to the search below, which names
         // the defect.
         let key = |a: u32, b: u32, w: i64| {
-            let x = (u64::from(a) << 32 | u64::from(b)) ^ hash64(w as u64 ^ 0x5851_f42d_4c95_7f2d);
-            (hash64(x), hash64(x ^ 0x9e37_79b9_7f4a_7c15))
+            let h = hash64((u64::from(a) << 32 | u64::from(b)) ^ (w as u64).wrapping_mul(0x5851_f42d_4c95_7f2d));
+            (h, h.wrapping_mul(h))
         };
         let (mut up, mut down) = ((0u64, 0u64, 0u64), (0u64, 0u64, 0u64));
         for v in 0..n {
@@ -231,10 +237,20 @@ impl Graph {
                 side.2 = side.2.wrapping_add(h2);
             }
         }
-        let symmetric = up == down;
-        if symmetric {
+        if up == down {
             return Ok(());
         }
+        // Not symmetric: rows sorted (a copy, where they were not) to name
+        // the first arc without its reverse.
+        let copy: Option<Vec<(u32, i64)>> = (!sorted).then(|| {
+            let mut rows: Vec<(u32, i64)> = self.adjncy.iter().copied().zip(self.adjwgt.iter().copied()).collect();
+            for v in 0..n {
+                rows[self.xadj[v] as usize..self.xadj[v + 1] as usize].sort_unstable();
+            }
+            rows
+        });
+        let entry = |i: usize| copy.as_ref().map_or((self.adjncy[i], self.adjwgt[i]), |c| c[i]);
+        let span = |v: usize| self.xadj[v] as usize..self.xadj[v + 1] as usize;
         let find = |u: usize, v: u32| -> Option<i64> {
             let r = span(u);
             let (mut lo, mut hi) = (r.start, r.end);
@@ -313,9 +329,69 @@ impl Graph {
     }
 }
 
+/// The exact sum of `xs`: each value's high and low 32-bit halves summed
+/// apart in `i64` (2³¹ values at a time, which cannot overflow), a loop the
+/// compiler vectorises where a sum in `i128` is one value at a time.
+fn exact_total(xs: &[i64]) -> i128 {
+    xs.chunks(1 << 31)
+        .map(|c| {
+            let (hi, lo) = c.iter().fold((0i64, 0i64), |(h, l), &x| (h + (x >> 32), l + (x & 0xffff_ffff)));
+            (i128::from(hi) << 32) + i128::from(lo)
+        })
+        .sum()
+}
+
 /// splitmix64's finaliser: a cheap, well-mixed hash of `x`.
 fn hash64(mut x: u64) -> u64 {
     x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     x ^ (x >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{exact_total, Graph};
+
+    #[test]
+    fn exact_totals_equal_sums_in_i128_at_the_extremes() {
+        let cases: Vec<Vec<i64>> = vec![
+            vec![],
+            vec![1; 1000],
+            vec![i64::MAX; 7],
+            vec![i64::MIN; 7],
+            vec![i64::MAX, i64::MIN, -1, 1, 0xffff_ffff, -0x1_0000_0000, 12345],
+            (0..5000).map(|i| (i as i64).wrapping_mul(0x9E37_79B9_7F4A_7C15u64 as i64)).collect(),
+        ];
+        for xs in cases {
+            assert_eq!(
+                exact_total(&xs),
+                xs.iter().map(|&x| i128::from(x)).sum::<i128>(),
+                "{:?}",
+                &xs[..xs.len().min(4)]
+            );
+        }
+    }
+
+    #[test]
+    fn unsorted_rows_with_a_repeat_or_a_missing_reverse_are_named() {
+        // Rows out of order are fine; a repeated neighbour is not.
+        let ok = Graph {
+            xadj: vec![0, 2, 3, 4],
+            adjncy: vec![2, 1, 0, 0],
+            adjwgt: vec![1; 4],
+            ncon: 1,
+            vwgt: vec![1; 3],
+            vsize: None,
+            coords: None,
+            dim: 0,
+        };
+        assert_eq!(ok.validate(), Ok(()));
+        let dup = Graph { xadj: vec![0, 3, 4, 5], adjncy: vec![2, 1, 2], ..ok.clone() };
+        let dup = Graph { adjncy: vec![2, 1, 2, 0, 0], adjwgt: vec![1; 5], ..dup };
+        assert_eq!(dup.validate(), Err("duplicate edge 1-3".to_string()));
+        let asym = Graph { xadj: vec![0, 2, 3, 3], adjncy: vec![2, 1, 0], adjwgt: vec![1; 3], ..ok.clone() };
+        assert!(asym.validate().unwrap_err().contains("edge 1-3 has no reverse edge 3-1"), "{:?}", asym.validate());
+        let weights = Graph { adjwgt: vec![1, 2, 1, 1], ..ok };
+        assert!(weights.validate().unwrap_err().contains("has weight"), "{:?}", weights.validate());
+    }
 }

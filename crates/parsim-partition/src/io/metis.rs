@@ -48,6 +48,39 @@ fn plain_ints(line: &[u8], out: &mut Vec<i64>) -> bool {
     true
 }
 
+/// An unweighted vertex line (fmt 0) of plain ASCII digits and blanks,
+/// appended to `adj` as 0-based ids; false (with `adj` possibly extended)
+/// when the line holds anything else or a neighbour that is out of range or
+/// the vertex itself (`me`, 1-based) — the general path then reads the
+/// line and reports what is wrong.
+fn plain_row(line: &[u8], n: u64, me: u64, adj: &mut Vec<u32>) -> bool {
+    let mut i = 0;
+    while i < line.len() {
+        let b = line[i];
+        if matches!(b, b' ' | b'\t' | b'\r' | 0x0b | 0x0c) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        let mut x: u64 = 0;
+        while i < line.len() && line[i].is_ascii_digit() {
+            if i - start == 18 {
+                return false;
+            }
+            x = x * 10 + u64::from(line[i] - b'0');
+            i += 1;
+        }
+        if i == start || (i < line.len() && !matches!(line[i], b' ' | b'\t' | b'\r' | 0x0b | 0x0c)) {
+            return false;
+        }
+        if x < 1 || x > n || x == me {
+            return false;
+        }
+        adj.push((x - 1) as u32);
+    }
+    true
+}
+
 /// A vertex line's tokens: parsed in one sweep when the line is plain, else
 /// one at a time with the general parser and its messages.
 enum Tokens<'a> {
@@ -128,6 +161,7 @@ pub fn parse_metis(text: &str, file: &str) -> Result<Graph> {
     let mut last_line = hline + 1;
     let mut count = 0usize;
     let mut plain: Vec<i64> = Vec::new();
+    let simple = !has_size && !has_vw && !has_ew;
     for (i, line) in lines {
         let ln = i + 1;
         if count == n {
@@ -137,6 +171,18 @@ pub fn parse_metis(text: &str, file: &str) -> Result<Graph> {
             return Err(parse_err(file, ln, format!("more vertex lines than the {n} vertices the header declares")));
         }
         last_line = ln;
+        if simple {
+            // Unweighted: digits straight into the adjacency.
+            let at = adjncy.len();
+            if plain_row(line.as_bytes(), n as u64, count as u64 + 1, &mut adjncy) {
+                adjwgt.resize(adjncy.len(), 1);
+                vwgt.push(1);
+                xadj.push(adjncy.len() as u64);
+                count += 1;
+                continue;
+            }
+            adjncy.truncate(at);
+        }
         let mut toks = if plain_ints(line.as_bytes(), &mut plain) {
             Tokens::Plain(plain.iter())
         } else {
