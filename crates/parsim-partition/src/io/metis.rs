@@ -18,42 +18,12 @@ fn int(tok: &str, file: &str, line: usize, what: &str) -> Result<i64> {
     tok.parse::<i64>().map_err(|_| parse_err(file, line, format!("{what} {}", super::describe_bad_int(tok))))
 }
 
-/// Parses a line of plain ASCII digits and blanks into `out`; false (and
-/// `out` unusable) when the line holds anything else (a sign, a letter, a
-/// non-ASCII byte, a number of 19 digits or more), which the general path
-/// then reads and reports.
-fn plain_ints(line: &[u8], out: &mut Vec<i64>) -> bool {
-    out.clear();
-    let mut i = 0;
-    while i < line.len() {
-        let b = line[i];
-        if matches!(b, b' ' | b'\t' | b'\r' | 0x0b | 0x0c) {
-            i += 1;
-            continue;
-        }
-        let start = i;
-        let mut x: i64 = 0;
-        while i < line.len() && line[i].is_ascii_digit() {
-            if i - start == 18 {
-                return false; // 19 digits or more: the general path says what is wrong
-            }
-            x = x * 10 + i64::from(line[i] - b'0');
-            i += 1;
-        }
-        if i == start || (i < line.len() && !matches!(line[i], b' ' | b'\t' | b'\r' | 0x0b | 0x0c)) {
-            return false;
-        }
-        out.push(x);
-    }
-    true
-}
-
-/// An unweighted vertex line (fmt 0) of plain ASCII digits and blanks,
-/// appended to `adj` as 0-based ids; false (with `adj` possibly extended)
-/// when the line holds anything else or a neighbour that is out of range or
-/// the vertex itself (`me`, 1-based) — the general path then reads the
-/// line and reports what is wrong.
-fn plain_row(line: &[u8], n: u64, me: u64, adj: &mut Vec<u32>) -> bool {
+/// Reads a line of plain ASCII digits and blanks, handing each number to
+/// `take`; false when the line holds anything else (a sign, a letter, a
+/// non-ASCII byte, a number of 19 digits or more) or `take` refuses a
+/// number, and the general path then reads the line and reports it.
+#[inline(always)]
+fn scan_plain(line: &[u8], mut take: impl FnMut(u64) -> bool) -> bool {
     let mut i = 0;
     while i < line.len() {
         let b = line[i];
@@ -65,20 +35,38 @@ fn plain_row(line: &[u8], n: u64, me: u64, adj: &mut Vec<u32>) -> bool {
         let mut x: u64 = 0;
         while i < line.len() && line[i].is_ascii_digit() {
             if i - start == 18 {
-                return false;
+                return false; // 19 digits or more: the general path says what is wrong
             }
             x = x * 10 + u64::from(line[i] - b'0');
             i += 1;
         }
-        if i == start || (i < line.len() && !matches!(line[i], b' ' | b'\t' | b'\r' | 0x0b | 0x0c)) {
+        if i == start || (i < line.len() && !matches!(line[i], b' ' | b'\t' | b'\r' | 0x0b | 0x0c)) || !take(x) {
             return false;
         }
-        if x < 1 || x > n || x == me {
-            return false;
-        }
-        adj.push((x - 1) as u32);
     }
     true
+}
+
+/// A plain line's numbers into `out` (false: not a plain line; `out` unusable).
+fn plain_ints(line: &[u8], out: &mut Vec<i64>) -> bool {
+    out.clear();
+    scan_plain(line, |x| {
+        out.push(x as i64);
+        true
+    })
+}
+
+/// An unweighted vertex line (fmt 0) appended to `adj` as 0-based ids;
+/// false (with `adj` possibly extended) when the line is not plain or names
+/// a neighbour out of range or the vertex itself (`me`, 1-based).
+fn plain_row(line: &[u8], n: u64, me: u64, adj: &mut Vec<u32>) -> bool {
+    scan_plain(line, |x| {
+        let ok = (1..=n).contains(&x) && x != me;
+        if ok {
+            adj.push((x - 1) as u32);
+        }
+        ok
+    })
 }
 
 /// A vertex line's tokens: parsed in one sweep when the line is plain, else
