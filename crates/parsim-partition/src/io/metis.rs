@@ -56,17 +56,63 @@ fn plain_ints(line: &[u8], out: &mut Vec<i64>) -> bool {
     })
 }
 
-/// An unweighted vertex line (fmt 0) appended to `adj` as 0-based ids;
-/// false (with `adj` possibly extended) when the line is not plain or names
-/// a neighbour out of range or the vertex itself (`me`, 1-based).
-fn plain_row(line: &[u8], n: u64, me: u64, adj: &mut Vec<u32>) -> bool {
-    scan_plain(line, |x| {
-        let ok = (1..=n).contains(&x) && x != me;
-        if ok {
-            adj.push((x - 1) as u32);
+/// Unweighted vertex lines (fmt 0) read straight from the text, from byte
+/// `pos` on, into the adjacency (0-based ids) and the row offsets, while
+/// each line is plain ASCII digits and blanks with every neighbour in
+/// `1..=n` and not the vertex itself, and fewer than `n` vertices have been
+/// read; returns where it stopped (the start of the first line it did not
+/// take, or past the end) and the lines it took. A line it does not take
+/// (a comment, anything else, a neighbour out of range) is left to the
+/// general path, which reads it and reports what is wrong.
+fn fast_lines(
+    b: &[u8],
+    mut pos: usize,
+    n: u64,
+    count: &mut usize,
+    adj: &mut Vec<u32>,
+    xadj: &mut Vec<u64>,
+) -> (usize, usize) {
+    let mut lines = 0;
+    'line: while pos < b.len() && (*count as u64) < n {
+        let me = *count as u64 + 1;
+        let at = adj.len();
+        let (mut i, mut x, mut digits) = (pos, 0u64, 0usize);
+        loop {
+            // The end of the text ends the line as a newline does.
+            let c = b.get(i).copied().unwrap_or(b'\n');
+            if c.is_ascii_digit() {
+                if digits == 18 {
+                    adj.truncate(at);
+                    break 'line; // 19 digits or more
+                }
+                x = x * 10 + u64::from(c - b'0');
+                digits += 1;
+                i += 1;
+                continue;
+            }
+            if digits > 0 {
+                if x < 1 || x > n || x == me {
+                    adj.truncate(at);
+                    break 'line;
+                }
+                adj.push((x - 1) as u32);
+                (x, digits) = (0, 0);
+            }
+            match c {
+                b'\n' => break,
+                b' ' | b'\t' | b'\r' | 0x0b | 0x0c => i += 1,
+                _ => {
+                    adj.truncate(at);
+                    break 'line;
+                }
+            }
         }
-        ok
-    })
+        xadj.push(adj.len() as u64);
+        *count += 1;
+        lines += 1;
+        pos = i + 1;
+    }
+    (pos, lines)
 }
 
 /// A vertex line's tokens: parsed in one sweep when the line is plain, else
@@ -95,6 +141,12 @@ impl Tokens<'_> {
 /// assert!(e.to_string().starts_with("bad.graph:"), "{e}");
 /// ```
 pub fn parse_metis(text: &str, file: &str) -> Result<Graph> {
+    parse_with(text, file, true)
+}
+
+/// [`parse_metis`], with the sweep over unweighted plain lines or (`fast`
+/// false, for tests) every line by the general path.
+fn parse_with(text: &str, file: &str, fast: bool) -> Result<Graph> {
     let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim_start().starts_with('%'));
     let Some((hline, header)) = lines.next() else {
         return Err(parse_err(file, 0, "empty file: expected a header \"n m [fmt [ncon]]\""));
@@ -149,9 +201,38 @@ pub fn parse_metis(text: &str, file: &str) -> Result<Graph> {
     let mut last_line = hline + 1;
     let mut count = 0usize;
     let mut plain: Vec<i64> = Vec::new();
-    let simple = !has_size && !has_vw && !has_ew;
-    for (i, line) in lines {
-        let ln = i + 1;
+    let simple = fast && !has_size && !has_vw && !has_ew;
+    // The body: line by line after the header's, unweighted plain lines
+    // taken in one sweep over the bytes, every other line by the general
+    // path below (as `str::lines` splits them: at "\n", less one "\r"
+    // before it).
+    let bytes = text.as_bytes();
+    let header_end = header.as_ptr() as usize - text.as_ptr() as usize + header.len();
+    let mut pos = bytes[header_end..].iter().position(|&c| c == b'\n').map_or(bytes.len(), |k| header_end + k + 1);
+    let mut ln = hline + 2;
+    loop {
+        if simple && count < n {
+            let (to, took) = fast_lines(bytes, pos, n as u64, &mut count, &mut adjncy, &mut xadj);
+            if took > 0 {
+                adjwgt.resize(adjncy.len(), 1);
+                vwgt.resize(count, 1);
+                (pos, ln, last_line) = (to, ln + took, ln + took - 1);
+            }
+        }
+        if pos >= bytes.len() {
+            break;
+        }
+        let end = bytes[pos..].iter().position(|&c| c == b'\n').map_or(bytes.len(), |k| pos + k);
+        let mut line = &text[pos..end];
+        if end < bytes.len() {
+            line = line.strip_suffix('\r').unwrap_or(line);
+        }
+        pos = end + 1;
+        ln += 1;
+        let ln = ln - 1;
+        if line.trim_start().starts_with('%') {
+            continue;
+        }
         if count == n {
             if line.trim().is_empty() {
                 continue;
@@ -159,18 +240,6 @@ pub fn parse_metis(text: &str, file: &str) -> Result<Graph> {
             return Err(parse_err(file, ln, format!("more vertex lines than the {n} vertices the header declares")));
         }
         last_line = ln;
-        if simple {
-            // Unweighted: digits straight into the adjacency.
-            let at = adjncy.len();
-            if plain_row(line.as_bytes(), n as u64, count as u64 + 1, &mut adjncy) {
-                adjwgt.resize(adjncy.len(), 1);
-                vwgt.push(1);
-                xadj.push(adjncy.len() as u64);
-                count += 1;
-                continue;
-            }
-            adjncy.truncate(at);
-        }
         let mut toks = if plain_ints(line.as_bytes(), &mut plain) {
             Tokens::Plain(plain.iter())
         } else {
@@ -282,4 +351,98 @@ pub fn write_metis(g: &Graph) -> String {
         s.push('\n');
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_with;
+
+    /// Texts of unweighted graphs with every kind of line the reader meets:
+    /// comments (also indented), blank lines, CR LF endings, tabs and
+    /// trailing blanks, a missing final newline, and defects (a neighbour
+    /// out of range, a self-loop, a sign, a letter, 19 digits, too many or
+    /// too few lines, a missing reverse edge).
+    fn texts() -> Vec<String> {
+        let mut x = 3u64;
+        let mut next = |m: u64| {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (x >> 33) % m
+        };
+        let mut out = Vec::new();
+        for case in 0..400 {
+            let n = 1 + next(12) as usize;
+            let mut adj = vec![std::collections::BTreeSet::new(); n];
+            for _ in 0..next(3 * n as u64 + 1) {
+                let (a, b) = (next(n as u64) as usize, next(n as u64) as usize);
+                if a != b {
+                    adj[a].insert(b);
+                    adj[b].insert(a);
+                }
+            }
+            let m: usize = adj.iter().map(|r| r.len()).sum::<usize>() / 2;
+            let nl = if next(4) == 0 { "\r\n" } else { "\n" };
+            let mut t = String::new();
+            if next(3) == 0 {
+                t += &format!("% a comment{nl}");
+            }
+            t += &format!("{n} {m}{nl}");
+            for (v, row) in adj.iter().enumerate() {
+                if next(6) == 0 {
+                    t += &format!("{}% between vertices{nl}", if next(2) == 0 { "  " } else { "" });
+                }
+                let mut ids: Vec<String> = row.iter().map(|u| (u + 1).to_string()).collect();
+                if next(3) == 0 {
+                    ids.reverse();
+                }
+                match (case % 13, next(8)) {
+                    (0, 0) => ids.push((n + 1).to_string()),
+                    (1, 0) => ids.push((v + 1).to_string()),
+                    (2, 0) => ids.push("-1".into()),
+                    (3, 0) => ids.push("x7".into()),
+                    (4, 0) => ids.push("1234567890123456789".into()),
+                    (5, 0) => ids.push("0".into()),
+                    (6, 0) if !ids.is_empty() => {
+                        ids.pop();
+                    }
+                    _ => {}
+                }
+                let sep = if next(4) == 0 { "\t" } else { " " };
+                t += &ids.join(sep);
+                if next(5) == 0 {
+                    t += "  ";
+                }
+                if v + 1 < n || next(3) > 0 {
+                    t += nl;
+                }
+            }
+            match case % 17 {
+                0 => t += &format!("{nl}{nl}"),
+                1 => t += &format!("1{nl}"),
+                2 => t = t.rsplitn(2, nl).last().unwrap_or("").to_string(),
+                _ => {}
+            }
+            out.push(t);
+        }
+        out
+    }
+
+    #[test]
+    fn the_sweep_over_plain_lines_reads_what_the_general_path_reads() {
+        let (mut ok, mut bad) = (0, 0);
+        for t in texts() {
+            let (fast, general) = (parse_with(&t, "g.graph", true), parse_with(&t, "g.graph", false));
+            match (&fast, &general) {
+                (Ok(a), Ok(b)) => {
+                    assert_eq!(a, b, "{t:?}");
+                    ok += 1;
+                }
+                (Err(a), Err(b)) => {
+                    assert_eq!(a.to_string(), b.to_string(), "{t:?}");
+                    bad += 1;
+                }
+                _ => panic!("{t:?}: {fast:?} against {general:?}"),
+            }
+        }
+        assert!(ok > 100 && bad > 50, "{ok} read, {bad} refused");
+    }
 }
