@@ -373,10 +373,13 @@ fn solve(
         kw.greedy(passes, rng);
         kw.rebalance();
         kw.fm(if i == 0 { t.fm_finest } else { fm_coarse }, rng);
-        let mut flags = (i > 0).then(|| kw.boundary_flags());
+        // The boundary: the next finer level's candidates, and the rows the
+        // pairwise sweep reads.
+        let mut flags = (i > 0 || pairs).then(|| kw.boundary_flags());
         parts = kw.parts;
         if pairs {
-            let mut moved = pairwise::refine_pairs(graph, &mut parts, k, &level_lim, t.band, t.pair_passes);
+            let bounds = (t.band, t.pair_passes);
+            let mut moved = pairwise::refine_pairs(graph, &mut parts, k, &level_lim, bounds, flags.as_deref());
             if t.flows && last {
                 moved.extend(pairwise::flow_pairs(graph, &mut parts, k, &level_lim));
             }

@@ -40,15 +40,6 @@ pub(crate) fn cut2(g: &Graph, side: &[u8]) -> i64 {
     c / 2
 }
 
-/// Gain of moving `v` to the other side: external − internal edge weight.
-fn gain(g: &Graph, side: &[u8], v: usize) -> i64 {
-    let mut x = 0;
-    for (&u, &w) in g.neighbours(v).iter().zip(g.edge_weights(v)) {
-        x += if side[u as usize] != side[v] { w } else { -w };
-    }
-    x
-}
-
 /// Vertex `v`'s share of the total weight, averaged over the constraints.
 fn load(g: &Graph, total: &[i64], v: usize) -> f64 {
     g.weights(v).iter().zip(total).map(|(&w, &t)| if t > 0 { w as f64 / t as f64 } else { 0.0 }).sum::<f64>()
@@ -164,13 +155,27 @@ pub(crate) fn fm_pinned(
     let n = g.n();
     let s = Sides { max: s_max.clone() };
     let mut w = side_weights(g, side);
-    let mut cut = cut2(g, side);
+    // Gains (external − internal edge weight) are computed once and kept
+    // exact through every move and undo; a vertex with an edge across (gain
+    // above its floor, minus its edge weight) or none at all is a candidate.
+    // One sweep over the rows gives each vertex's external and total edge
+    // weight, hence its gain, its floor and the cut.
+    let (mut gains, mut floor) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    let mut across = 0i64;
+    for v in 0..n {
+        let (mut ext, mut tot) = (0i64, 0i64);
+        for (&u, &ew) in g.neighbours(v).iter().zip(g.edge_weights(v)) {
+            tot += ew;
+            if side[u as usize] != side[v] {
+                ext += ew;
+            }
+        }
+        gains.push(2 * ext - tot);
+        floor.push(-tot);
+        across += ext;
+    }
+    let mut cut = across / 2;
     let initial = cut;
-    // Gains are computed once and kept exact through every move and undo;
-    // a vertex with an edge across (gain above minus its edge weight) or
-    // none at all is a candidate.
-    let mut gains: Vec<i64> = (0..n).map(|v| gain(g, side, v)).collect();
-    let floor: Vec<i64> = (0..n).map(|v| -g.edge_weights(v).iter().sum::<i64>()).collect();
     let mut locked = vec![false; n];
     let mut moves: Vec<u32> = Vec::new();
     // Moves `v` to the other side: its gain flips, its neighbours' change by twice the edge.

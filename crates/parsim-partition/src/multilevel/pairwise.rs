@@ -31,6 +31,11 @@ impl Scratch {
 /// The band reaches `depth` hops from the seeds; with `budget`, it also
 /// takes no more weight (constraint 1) from `p`'s side than `budget[0]`, nor
 /// from `q`'s than `budget[1]`.
+///
+/// Without a budget, every neighbour in `p` or `q` of a vertex whose row the
+/// growth reads joins the band, so that row lies wholly inside it: it is
+/// written as the growth reads it, and only the outermost layer's rows
+/// are read a second time (for their edges into the band and to the anchors).
 fn band(
     g: &Graph,
     parts: &[u32],
@@ -43,9 +48,10 @@ fn band(
     let now = sc.now;
     let mut ids: Vec<u32> = Vec::new();
     let mut taken = [0i64; 2];
-    let mut take = |v: usize, taken: &mut [i64; 2]| -> bool {
+    // Takes `v` into the band, its local id the band's size.
+    let take = |v: usize, taken: &mut [i64; 2], ids: &mut Vec<u32>, slot: &mut [(u32, u32)]| -> bool {
         let pv = parts[v];
-        if (pv != p && pv != q) || sc.slot[v].0 == now {
+        if (pv != p && pv != q) || slot[v].0 == now {
             return false;
         }
         let s = usize::from(pv == q);
@@ -55,14 +61,16 @@ fn band(
             }
         }
         taken[s] += g.weights(v)[0];
-        sc.slot[v].0 = now;
+        slot[v] = (now, ids.len() as u32);
+        ids.push(v as u32);
         true
     };
     for &v in seeds {
-        if take(v as usize, &mut taken) {
-            ids.push(v);
-        }
+        take(v as usize, &mut taken, &mut ids, &mut sc.slot);
     }
+    let mut xadj = vec![0u64];
+    let (mut adjncy, mut adjwgt) = (Vec::new(), Vec::new());
+    let stream = budget.is_none();
     let mut from = 0;
     for _ in 0..depth {
         let to = ids.len();
@@ -71,30 +79,33 @@ fn band(
         }
         for i in from..to {
             let v = ids[i] as usize;
-            for &u in g.neighbours(v) {
-                if take(u as usize, &mut taken) {
-                    ids.push(u);
+            for (&u, &w) in g.neighbours(v).iter().zip(g.edge_weights(v)) {
+                take(u as usize, &mut taken, &mut ids, &mut sc.slot);
+                if stream {
+                    let (stamp, local) = sc.slot[u as usize];
+                    if stamp == now {
+                        adjncy.push(local);
+                        adjwgt.push(w);
+                    }
                 }
+            }
+            if stream {
+                xadj.push(adjncy.len() as u64);
             }
         }
         from = to;
     }
-    for (i, &v) in ids.iter().enumerate() {
-        sc.slot[v as usize].1 = i as u32;
-    }
+    // The rows not yet written: the outermost layer's (all rows with a budget).
+    let written = xadj.len() - 1;
     let nb = ids.len();
     let ncon = g.ncon;
     let (a0, a1) = (nb as u32, nb as u32 + 1);
-    let mut xadj = Vec::with_capacity(nb + 3);
-    xadj.push(0u64);
-    let (mut adjncy, mut adjwgt) = (Vec::new(), Vec::new());
+    xadj.reserve(nb + 3 - xadj.len());
     let mut vwgt = Vec::with_capacity((nb + 2) * ncon);
     // Band weight per side, to leave the anchors the rest.
     let mut bw = [vec![0i64; ncon], vec![0i64; ncon]];
-    // Edges from the band to each anchor, per band vertex.
-    let mut to_anchor: Vec<(u32, u32, i64)> = Vec::new();
     let mut side = Vec::with_capacity(nb + 2);
-    for (i, &v) in ids.iter().enumerate() {
+    for &v in &ids {
         let v = v as usize;
         let s = usize::from(parts[v] == q);
         side.push(s as u8);
@@ -102,6 +113,11 @@ fn band(
         for (c, &w) in g.weights(v).iter().enumerate() {
             bw[s][c] += w;
         }
+    }
+    // Edges from the band to each anchor, per band vertex.
+    let mut to_anchor: Vec<(u32, u32, i64)> = Vec::new();
+    for (i, &v) in ids.iter().enumerate().skip(written) {
+        let v = v as usize;
         let (mut e0, mut e1) = (0i64, 0i64);
         for (&u, &w) in g.neighbours(v).iter().zip(g.edge_weights(v)) {
             let pu = parts[u as usize];
@@ -152,17 +168,24 @@ struct Pair {
 }
 
 /// The part weights (part-major, `k * ncon`) and the pairs of adjacent
-/// parts, by (p, q), each with its border vertices in id order.
-fn pairs_of(g: &Graph, parts: &[u32], k: usize) -> (Vec<i64>, Vec<Pair>) {
+/// parts, by (p, q), each with its border vertices in id order. `boundary`,
+/// when known, flags every vertex with a neighbour in another part (and
+/// maybe others): only their rows are read.
+fn pairs_of(g: &Graph, parts: &[u32], k: usize, boundary: Option<&[bool]>) -> (Vec<i64>, Vec<Pair>) {
     let ncon = g.ncon;
     // (pair, vertex, edge weight counted once) sorted by pair.
     let mut pw = vec![0i64; k * ncon];
+    for v in 0..g.n() {
+        for (c, &w) in g.weights(v).iter().enumerate() {
+            pw[parts[v] as usize * ncon + c] += w;
+        }
+    }
     let mut entries: Vec<(u64, u32, i64)> = Vec::new();
     for v in 0..g.n() {
-        let p = parts[v];
-        for (c, &w) in g.weights(v).iter().enumerate() {
-            pw[p as usize * ncon + c] += w;
+        if boundary.is_some_and(|b| !b[v]) {
+            continue;
         }
+        let p = parts[v];
         for (&u, &w) in g.neighbours(v).iter().zip(g.edge_weights(v)) {
             let q = parts[u as usize];
             if q != p {
@@ -219,17 +242,19 @@ const SWEEP_SCANS: usize = 4;
 /// scanned [`SWEEP_SCANS`] times the graph); returns the vertices that
 /// moved. Both parts of a pair stay within `lim` (its FM never makes a side
 /// heavier than its limit, or fuller than it was), and the cut never rises.
+/// `boundary`, when given, flags (at least) every vertex with a neighbour
+/// in another part.
 pub(crate) fn refine_pairs(
     g: &Graph,
     parts: &mut [u32],
     k: usize,
     lim: &Limits,
-    depth: usize,
-    passes: usize,
+    (depth, passes): (usize, usize),
+    boundary: Option<&[bool]>,
 ) -> Vec<u32> {
     let n = g.n();
     let ncon = g.ncon;
-    let (mut pw, mut pairs) = pairs_of(g, parts, k);
+    let (mut pw, mut pairs) = pairs_of(g, parts, k, boundary);
     pairs.sort_by_key(|x| (std::cmp::Reverse(x.cut), x.p, x.q));
     let mut sc = Scratch::new(n);
     let mut moved = Vec::new();
@@ -315,13 +340,42 @@ mod tests {
             .collect();
         let before = metrics(&g, &parts, &cfg);
         assert!(before.balanced);
-        let moved = refine_pairs(&g, &mut parts, 4, &lim, 2, 4);
+        let moved = refine_pairs(&g, &mut parts, 4, &lim, (2, 4), None);
         let after = metrics(&g, &parts, &cfg);
         assert!(!moved.is_empty());
         assert!(after.cut < before.cut, "cut {} -> {}", before.cut, after.cut);
         assert!(after.balanced, "part weights {:?}", after.part_weights);
         // Straight stripes cut 3 × 24.
         assert_eq!(after.cut, 3 * 24);
+    }
+
+    #[test]
+    fn a_band_written_while_it_grows_equals_one_built_after() {
+        // Four stripes with zigzag borders: bands of 1–3 hops around each
+        // pair's border. Without a budget the rows read while the band grows
+        // are written at once; a budget too large to bind takes the path that
+        // builds every row afterwards. The two must be the same graph.
+        let g = grid(20);
+        let parts: Vec<u32> = (0..g.n() as u32).map(|v| ((v % 20 + (v / 20) % 3) / 6).min(3)).collect();
+        let bnd: Vec<bool> =
+            (0..g.n()).map(|v| g.neighbours(v).iter().any(|&u| parts[u as usize] != parts[v])).collect();
+        let (pw, pairs) = pairs_of(&g, &parts, 4, None);
+        let (pw_b, pairs_b) = pairs_of(&g, &parts, 4, Some(&bnd));
+        assert_eq!(pw, pw_b);
+        assert_eq!(pairs.len(), pairs_b.len());
+        assert!(pairs.len() >= 3);
+        let mut sc = Scratch::new(g.n());
+        for (x, y) in pairs.iter().zip(&pairs_b) {
+            assert_eq!((x.p, x.q, x.cut, &x.seeds), (y.p, y.q, y.cut, &y.seeds));
+            for depth in 0..4 {
+                let free = Some([i64::MAX / 4; 2]);
+                let (h0, ids0, side0) = band(&g, &parts, &pw, (x.p, x.q), (&x.seeds, depth, None), &mut sc);
+                let (h1, ids1, side1) = band(&g, &parts, &pw, (x.p, x.q), (&x.seeds, depth, free), &mut sc);
+                assert_eq!((&h0.xadj, &h0.adjncy, &h0.adjwgt, &h0.vwgt), (&h1.xadj, &h1.adjncy, &h1.adjwgt, &h1.vwgt));
+                assert_eq!((ids0, side0), (ids1, side1));
+                h0.validate().unwrap();
+            }
+        }
     }
 
     thread_local! {
@@ -349,9 +403,9 @@ mod tests {
         let lim = Limits::new(&cfg, &g.total_weights());
         let mut parts: Vec<u32> = (0..n).map(|v| v % k as u32).collect();
         let before = metrics(&g, &parts, &cfg).cut;
-        let (_, pairs) = pairs_of(&g, &parts, k);
+        let (_, pairs) = pairs_of(&g, &parts, k, None);
         BANDS.with(|b| b.set(0));
-        refine_pairs(&g, &mut parts, k, &lim, 1, 2);
+        refine_pairs(&g, &mut parts, k, &lim, (1, 2), None);
         let bands = BANDS.with(|b| b.get());
         assert!(bands > 0 && bands < pairs.len() / 2, "{bands} bands of {} pairs", pairs.len());
         assert!(metrics(&g, &parts, &cfg).cut < before);
@@ -368,7 +422,7 @@ mod tests {
         let cfg = Config::new(2);
         let lim = Limits::new(&cfg, &g.total_weights());
         let mut parts: Vec<u32> = (0..g.n()).map(|v| u32::from(v % 16 >= 8)).collect();
-        let moved = refine_pairs(&g, &mut parts, 2, &lim, 1, 2);
+        let moved = refine_pairs(&g, &mut parts, 2, &lim, (1, 2), None);
         assert!(moved.is_empty());
         assert_eq!(metrics(&g, &parts, &cfg).cut, 16);
     }
@@ -539,7 +593,7 @@ pub(crate) fn flow_pairs(g: &Graph, parts: &mut [u32], k: usize, lim: &Limits) -
         return moved;
     }
     // In (p, q) order.
-    let (mut pw, pairs) = pairs_of(g, parts, k);
+    let (mut pw, pairs) = pairs_of(g, parts, k, None);
     let avg = pw.iter().sum::<i64>() / k as i64;
     let mut sc = Scratch::new(n);
     for Pair { p, q, seeds, .. } in pairs {
