@@ -26,6 +26,47 @@ impl Scratch {
     }
 }
 
+/// Who may join a band: a vertex of the pair's two parts, within the
+/// budget of its side (if any).
+struct Admit<'a> {
+    parts: &'a [u32],
+    pair: (u32, u32),
+    now: u32,
+    budget: Option<[i64; 2]>,
+    g: &'a Graph,
+    /// Weight taken per side (kept only with a budget).
+    taken: &'a mut [i64; 2],
+}
+
+impl Admit<'_> {
+    /// The local id of `v` in the band, taking it in (its id the band's
+    /// size) if it may join; `None` if it may not.
+    #[inline(always)]
+    fn take(&mut self, v: usize, ids: &mut Vec<u32>, slot: &mut [(u32, u32)]) -> Option<u32> {
+        let (stamp, local) = slot[v];
+        if stamp == self.now {
+            return Some(local);
+        }
+        let pv = self.parts[v];
+        let (p, q) = self.pair;
+        if pv != p && pv != q {
+            return None;
+        }
+        if let Some(b) = self.budget {
+            let s = usize::from(pv == q);
+            let w = self.g.weights(v)[0];
+            if self.taken[s] + w > b[s] {
+                return None;
+            }
+            self.taken[s] += w;
+        }
+        let id = ids.len() as u32;
+        slot[v] = (self.now, id);
+        ids.push(v as u32);
+        Some(id)
+    }
+}
+
 /// The band of pair (`p`, `q`) grown from `seeds`, as a graph whose last two
 /// vertices are the anchors of `p` and `q` (pinned), and the band's ids.
 /// The band reaches `depth` hops from the seeds; with `budget`, it also
@@ -48,25 +89,9 @@ fn band(
     let now = sc.now;
     let mut ids: Vec<u32> = Vec::new();
     let mut taken = [0i64; 2];
-    // Takes `v` into the band, its local id the band's size.
-    let take = |v: usize, taken: &mut [i64; 2], ids: &mut Vec<u32>, slot: &mut [(u32, u32)]| -> bool {
-        let pv = parts[v];
-        if (pv != p && pv != q) || slot[v].0 == now {
-            return false;
-        }
-        let s = usize::from(pv == q);
-        if let Some(b) = budget {
-            if taken[s] + g.weights(v)[0] > b[s] {
-                return false;
-            }
-        }
-        taken[s] += g.weights(v)[0];
-        slot[v] = (now, ids.len() as u32);
-        ids.push(v as u32);
-        true
-    };
+    let mut admit = Admit { parts, pair: (p, q), now, budget, g, taken: &mut taken };
     for &v in seeds {
-        take(v as usize, &mut taken, &mut ids, &mut sc.slot);
+        admit.take(v as usize, &mut ids, &mut sc.slot);
     }
     let mut xadj = vec![0u64];
     let (mut adjncy, mut adjwgt) = (Vec::new(), Vec::new());
@@ -80,10 +105,8 @@ fn band(
         for i in from..to {
             let v = ids[i] as usize;
             for (&u, &w) in g.neighbours(v).iter().zip(g.edge_weights(v)) {
-                take(u as usize, &mut taken, &mut ids, &mut sc.slot);
-                if stream {
-                    let (stamp, local) = sc.slot[u as usize];
-                    if stamp == now {
+                if let Some(local) = admit.take(u as usize, &mut ids, &mut sc.slot) {
+                    if stream {
                         adjncy.push(local);
                         adjwgt.push(w);
                     }
