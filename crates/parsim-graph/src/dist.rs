@@ -216,6 +216,17 @@ impl GhostTable {
         }
     }
 
+    /// A hint that [`find`](Self::find) of `v` comes soon: fetches the
+    /// word (dense) or the first slot (hashed) it reads.
+    #[inline]
+    fn prefetch(&self, v: u32) {
+        match self.dense {
+            Some(first) => parsim_core::mem::prefetch(&self.words, v.wrapping_sub(first) as usize >> 6),
+            None if !self.slots.is_empty() => parsim_core::mem::prefetch(&self.slots, self.hash(v)),
+            None => {}
+        }
+    }
+
     /// The ghost number of global id `v`, if `v` is a ghost (`ids`: the ghosts' ids).
     #[inline]
     fn find(&self, ids: &[u32], v: u32) -> Option<usize> {
@@ -381,6 +392,22 @@ impl DistGraph {
     #[inline]
     pub fn ghost_local(&self, v: u32) -> Option<usize> {
         self.ghost_table.find(&self.ghost_ids, v).map(|j| self.n_owned + j)
+    }
+
+    /// A hint that [`ghost_local`](Self::ghost_local) of `v` will be asked
+    /// soon: fetches the part of the ghost table it reads (a loop over
+    /// scattered ids calls it some iterations ahead).
+    ///
+    /// ```
+    /// use parsim_graph::{Csr, DistGraph};
+    /// let (g, _) = Csr::from_pairs(4, vec![(0, 1), (1, 2), (2, 3)], None);
+    /// let d = DistGraph::build(0, 2, &g, &[0, 0, 1, 1]).unwrap();
+    /// d.prefetch_ghost(2); // a hint: nothing observable changes
+    /// assert_eq!(d.ghost_local(2), Some(2));
+    /// ```
+    #[inline]
+    pub fn prefetch_ghost(&self, v: u32) {
+        self.ghost_table.prefetch(v);
     }
 
     /// The owner of ghost `l` (a local id ≥ `owned()`).

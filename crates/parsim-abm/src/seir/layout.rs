@@ -65,6 +65,16 @@ impl<'a> Layout<'a> {
         Layout { g, peer_mask, gstart, gids, bbits }
     }
 
+    /// A hint that [`is_boundary`](Self::is_boundary) of `i` comes soon.
+    #[inline]
+    pub(super) fn prefetch_boundary(&self, i: usize) {
+        if !self.peer_mask.is_empty() {
+            parsim_core::mem::prefetch(&self.peer_mask, i);
+        } else if !self.bbits.is_empty() {
+            parsim_core::mem::prefetch(&self.bbits, i >> 6);
+        }
+    }
+
     /// Whether owned agent `i` has a ghost on another rank.
     #[inline]
     pub(super) fn is_boundary(&self, i: usize) -> bool {

@@ -590,7 +590,18 @@ fn days<C: Comm>(
         let compute = comm.clock().enter(Phase::Compute);
         let t_rest = std::time::Instant::now();
         for msgs in &got {
-            for &[t, gj] in msgs {
+            for (k, &[t, gj]) in msgs.iter().enumerate() {
+                // The ghosts that left S are scattered over the ghost table
+                // and the bitset: the table's word is fetched 16 ahead, the
+                // bitset's 8 ahead (found through the table, then in cache).
+                if let Some(&[u32::MAX, far]) = msgs.get(k + 16) {
+                    g.prefetch_ghost(far);
+                }
+                if let Some(&[u32::MAX, near]) = msgs.get(k + 8) {
+                    if let Some(l) = g.ghost_local(near) {
+                        parsim_core::mem::prefetch(&s.gone, (l - n_own) >> 6);
+                    }
+                }
                 if t == u32::MAX {
                     s.mark_gone(g, gj);
                 } else {
@@ -603,11 +614,14 @@ fn days<C: Comm>(
             }
         }
         let counts = &mut s.counts;
-        // The targets are scattered: each one's state is prefetched 16 ahead.
+        // The targets are scattered: each one's state, infection day and
+        // boundary flag are prefetched 16 ahead (an infection writes them).
         let todo = std::mem::take(&mut s.attempts[day as usize]);
         for (k, &j) in todo.iter().enumerate() {
             if let Some(&far) = todo.get(k + 16) {
                 parsim_core::mem::prefetch(&s.st, far as usize);
+                parsim_core::mem::prefetch(&s.inf_day, far as usize);
+                layout.prefetch_boundary(far as usize);
             }
             let j = j as usize;
             if let Some(b) = bal.as_deref() {
