@@ -383,7 +383,8 @@ fn solve(
             if t.flows && last {
                 moved.extend(pairwise::flow_pairs(graph, &mut parts, k, &level_lim));
             }
-            if let Some(f) = flags.as_mut() {
+            // The finest level has no finer one to hand candidates to.
+            if let Some(f) = flags.as_mut().filter(|_| i > 0) {
                 for v in moved {
                     f[v as usize] = true;
                     for &u in graph.neighbours(v as usize) {

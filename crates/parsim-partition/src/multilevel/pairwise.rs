@@ -196,13 +196,13 @@ struct Pair {
 /// maybe others): only their rows are read.
 fn pairs_of(g: &Graph, parts: &[u32], k: usize, boundary: Option<&[bool]>) -> (Vec<i64>, Vec<Pair>) {
     let ncon = g.ncon;
-    // (pair, vertex, edge weight counted once) sorted by pair.
     let mut pw = vec![0i64; k * ncon];
     for v in 0..g.n() {
         for (c, &w) in g.weights(v).iter().enumerate() {
             pw[parts[v] as usize * ncon + c] += w;
         }
     }
+    // (pair, vertex, edge weight counted once), to be sorted by pair.
     let mut entries: Vec<(u64, u32, i64)> = Vec::new();
     for v in 0..g.n() {
         if boundary.is_some_and(|b| !b[v]) {
