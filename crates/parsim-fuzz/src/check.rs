@@ -8,7 +8,8 @@ use parsim_partition::Graph;
 /// Panics unless `g` is a valid undirected graph: offsets that start at 0
 /// and never decrease, neighbours in range, no self-loops, no duplicate
 /// edges, every edge listed from both ends with the same positive weight,
-/// non-negative vertex weights, and totals within [`parsim_partition::MAX_TOTAL_WEIGHT`].
+/// non-negative vertex weights, and totals within [`parsim_partition::MAX_TOTAL_WEIGHT`]
+/// (vertices) and [`parsim_partition::MAX_TOTAL_EDGE_WEIGHT`] (edges).
 pub fn graph(g: &Graph, what: &str) {
     let n = g.n();
     assert_eq!(g.xadj.len(), n + 1, "{what}: offsets");
@@ -18,7 +19,7 @@ pub fn graph(g: &Graph, what: &str) {
     assert_eq!(g.adjwgt.len(), g.adjncy.len(), "{what}: edge weights");
     assert!(g.ncon >= 1 && g.vwgt.len() == n * g.ncon, "{what}: vertex weights");
     assert!(g.vwgt.iter().all(|&w| w >= 0), "{what}: negative vertex weight");
-    let mut edges: HashMap<(u32, u32), i64> = HashMap::new();
+    let mut edges: HashMap<(u32, u32), u32> = HashMap::new();
     let mut total: i128 = 0;
     for v in 0..n {
         let (a, b) = (g.xadj[v] as usize, g.xadj[v + 1] as usize);
@@ -33,8 +34,11 @@ pub fn graph(g: &Graph, what: &str) {
     for (&(v, u), &w) in &edges {
         assert_eq!(edges.get(&(u, v)), Some(&w), "{what}: edge {v}-{u} has no equal reverse");
     }
+    assert!(
+        total / 2 <= i128::from(parsim_partition::MAX_TOTAL_EDGE_WEIGHT),
+        "{what}: edge weights sum beyond the limit"
+    );
     let limit = i128::from(parsim_partition::MAX_TOTAL_WEIGHT);
-    assert!(total / 2 <= limit, "{what}: edge weights sum beyond the limit");
     for c in 0..g.ncon {
         let t: i128 = g.vwgt.iter().skip(c).step_by(g.ncon).map(|&w| i128::from(w)).sum();
         assert!(t <= limit, "{what}: vertex weights sum beyond the limit");

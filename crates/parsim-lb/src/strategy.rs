@@ -268,14 +268,19 @@ pub fn graph(chunks: &Chunks, loads: &[f64], ncon: usize, owner: &[u32], ranks: 
             vwgt[c * ncon + k] = w.round() as i64;
         }
     }
-    let mut edges = Vec::new();
+    let mut edges: Vec<(u32, u32, u32)> = Vec::new();
     for c in 0..n {
         for &d in chunks.neighbours(c) {
             if (c as u32) < d {
-                // A cut edge costs 10⁴; migrating the mean chunk costs α·10⁴.
-                edges.push((c as u32, d, 10_000i64));
+                edges.push((c as u32, d, 0));
             }
         }
+    }
+    // A cut edge costs `unit` (10⁴, less where the edges would pass the
+    // partitioner's 32-bit total); migrating the mean chunk costs α·unit.
+    let unit = (parsim_partition::MAX_TOTAL_EDGE_WEIGHT / edges.len().max(1) as u64).min(10_000) as u32;
+    for e in &mut edges {
+        e.2 = unit;
     }
     let Ok(mut g) = Graph::from_edges(n, &edges) else { return owner.to_vec() };
     g.ncon = ncon;
@@ -283,7 +288,7 @@ pub fn graph(chunks: &Chunks, loads: &[f64], ncon: usize, owner: &[u32], ranks: 
     let mut cfg = Config::new(ranks);
     cfg.seed = cost.seed;
     cfg.imbalance = cost.imbalance;
-    let a = (cost.alpha * 10.0).round().max(0.0) as i64;
+    let a = (cost.alpha * f64::from(unit) / 1000.0).round().max(0.0) as i64;
     for _ in 0..5 {
         if let Ok((parts, _, _)) = repartition(&g, &cfg, owner, a) {
             return parts;

@@ -20,8 +20,10 @@ pub struct Graph {
     pub xadj: Vec<u64>,
     /// Neighbours.
     pub adjncy: Vec<u32>,
-    /// Edge weights, parallel to `adjncy` (all > 0).
-    pub adjwgt: Vec<i64>,
+    /// Edge weights, parallel to `adjncy` (all > 0; their total, each edge
+    /// once, at most [`MAX_TOTAL_EDGE_WEIGHT`], so that every coarse edge,
+    /// a sum of fine edges, fits in 32 bits as in METIS).
+    pub adjwgt: Vec<u32>,
     /// Vertex-weight constraints per vertex (≥ 1).
     pub ncon: usize,
     /// Vertex weights, `n * ncon`, vertex-major (all ≥ 0).
@@ -34,11 +36,20 @@ pub struct Graph {
     pub dim: usize,
 }
 
-/// The largest total of vertex weights (per constraint) or of edge weights
-/// that a [`Graph`] may have: 2^53, so that every sum the partitioners form
-/// (part weights, cuts, gains, balance limits in `f64`) is exact and cannot
-/// overflow. [`Graph::validate`] refuses heavier graphs.
+/// The largest total of vertex weights (per constraint) that a [`Graph`]
+/// may have: 2^53, so that every sum the partitioners form (part weights,
+/// balance limits in `f64`) is exact and cannot overflow. Edge weights have
+/// their own, lower bound, [`MAX_TOTAL_EDGE_WEIGHT`]. [`Graph::validate`]
+/// refuses heavier graphs.
 pub const MAX_TOTAL_WEIGHT: i64 = 1 << 53;
+
+/// The largest total of edge weights (each edge once) that a [`Graph`] may
+/// have: 2^32 − 1. Edge weights are stored in 32 bits (as METIS stores
+/// them), which holds the adjacency in 8 bytes per entry instead of 12; a
+/// coarse edge weighs the sum of the fine edges it merges, so this bound
+/// keeps every level's weights in range. [`Graph::validate`] refuses
+/// heavier graphs.
+pub const MAX_TOTAL_EDGE_WEIGHT: u64 = u32::MAX as u64;
 
 impl Graph {
     /// The number of vertices.
@@ -60,7 +71,7 @@ impl Graph {
 
     /// The weights of `v`'s edges, parallel to [`neighbours`](Self::neighbours).
     #[inline]
-    pub fn edge_weights(&self, v: usize) -> &[i64] {
+    pub fn edge_weights(&self, v: usize) -> &[u32] {
         &self.adjwgt[self.xadj[v] as usize..self.xadj[v + 1] as usize]
     }
 
@@ -89,7 +100,8 @@ impl Graph {
 
     /// A graph with unit vertex weights from undirected weighted edges
     /// `(u, v, w)`, each listed once; duplicates are merged (weights added).
-    pub fn from_edges(n: usize, edges: &[(u32, u32, i64)]) -> Result<Graph> {
+    /// The weights may total at most [`MAX_TOTAL_EDGE_WEIGHT`].
+    pub fn from_edges(n: usize, edges: &[(u32, u32, u32)]) -> Result<Graph> {
         if n > u32::MAX as usize {
             return Err(PartitionError::BadArgument(format!("{n} vertices: at most 2^32 - 1 are supported")));
         }
@@ -106,18 +118,24 @@ impl Graph {
             if u == v {
                 return Err(PartitionError::BadArgument(format!("self-loop at vertex {u}")));
             }
-            if w <= 0 {
-                return Err(PartitionError::BadArgument(format!("edge ({u}, {v}) has weight {w} (must be > 0)")));
+            if w == 0 {
+                return Err(PartitionError::BadArgument(format!("edge ({u}, {v}) has weight 0 (must be > 0)")));
             }
             deg[u as usize] += 1;
             deg[v as usize] += 1;
+        }
+        let total: u64 = edges.iter().map(|e| u64::from(e.2)).sum();
+        if total > MAX_TOTAL_EDGE_WEIGHT {
+            return Err(PartitionError::BadArgument(format!(
+                "the edge weights sum to {total}, more than {MAX_TOTAL_EDGE_WEIGHT} (2^32 - 1, the largest total parsim stores): scale the weights down"
+            )));
         }
         let mut xadj = vec![0u64; n + 1];
         for v in 0..n {
             xadj[v + 1] = xadj[v] + deg[v];
         }
         let mut fill = xadj.clone();
-        let mut adj = vec![(0u32, 0i64); xadj[n] as usize];
+        let mut adj = vec![(0u32, 0u32); xadj[n] as usize];
         for &(u, v, w) in edges {
             adj[fill[u as usize] as usize] = (v, w);
             fill[u as usize] += 1;
@@ -173,10 +191,10 @@ impl Graph {
                 ));
             }
         }
-        let total: i128 = exact_total(&self.adjwgt) / 2;
-        if total > MAX_TOTAL_WEIGHT as i128 {
+        let total: u64 = self.adjwgt.iter().map(|&w| u64::from(w)).sum::<u64>() / 2;
+        if total > MAX_TOTAL_EDGE_WEIGHT {
             return Err(format!(
-                "the edge weights sum to {total}, more than {MAX_TOTAL_WEIGHT} (2^53, the largest total parsim sums exactly): scale the weights down"
+                "the edge weights sum to {total}, more than {MAX_TOTAL_EDGE_WEIGHT} (2^32 - 1, the largest total parsim stores, as METIS): scale the weights down"
             ));
         }
         // Ids, self-loops and weights, and whether every row is already
@@ -196,8 +214,8 @@ impl Graph {
                 if u as usize == v {
                     return Err(format!("self-loop at vertex {}", v + 1));
                 }
-                if w <= 0 {
-                    return Err(format!("edge {}-{} has weight {w} (must be > 0)", v + 1, u + 1));
+                if w == 0 {
+                    return Err(format!("edge {}-{} has weight 0 (must be > 0)", v + 1, u + 1));
                 }
             }
             if row.windows(2).all(|p| p[0] < p[1]) {
@@ -223,8 +241,8 @@ impl Graph {
         // without the scattered reads of matching arc by arc; a mismatch
         // (or a count that differs) goes to the search below, which names
         // the defect.
-        let key = |a: u32, b: u32, w: i64| {
-            let h = hash64((u64::from(a) << 32 | u64::from(b)) ^ (w as u64).wrapping_mul(0x5851_f42d_4c95_7f2d));
+        let key = |a: u32, b: u32, w: u32| {
+            let h = hash64((u64::from(a) << 32 | u64::from(b)) ^ u64::from(w).wrapping_mul(0x5851_f42d_4c95_7f2d));
             (h, h.wrapping_mul(h))
         };
         let (mut up, mut down) = ((0u64, 0u64, 0u64), (0u64, 0u64, 0u64));
@@ -242,8 +260,8 @@ impl Graph {
         }
         // Not symmetric: rows sorted (a copy, where they were not) to name
         // the first arc without its reverse.
-        let copy: Option<Vec<(u32, i64)>> = (!sorted).then(|| {
-            let mut rows: Vec<(u32, i64)> = self.adjncy.iter().copied().zip(self.adjwgt.iter().copied()).collect();
+        let copy: Option<Vec<(u32, u32)>> = (!sorted).then(|| {
+            let mut rows: Vec<(u32, u32)> = self.adjncy.iter().copied().zip(self.adjwgt.iter().copied()).collect();
             for v in 0..n {
                 rows[self.xadj[v] as usize..self.xadj[v + 1] as usize].sort_unstable();
             }
@@ -251,7 +269,7 @@ impl Graph {
         });
         let entry = |i: usize| copy.as_ref().map_or((self.adjncy[i], self.adjwgt[i]), |c| c[i]);
         let span = |v: usize| self.xadj[v] as usize..self.xadj[v + 1] as usize;
-        let find = |u: usize, v: u32| -> Option<i64> {
+        let find = |u: usize, v: u32| -> Option<u32> {
             let r = span(u);
             let (mut lo, mut hi) = (r.start, r.end);
             while lo < hi {
@@ -318,7 +336,7 @@ impl Graph {
     }
 
     /// The weight of edge `v`-`u`, if present (linear or binary search of `v`'s row).
-    pub fn weight_of(&self, v: usize, u: u32) -> Option<i64> {
+    pub fn weight_of(&self, v: usize, u: u32) -> Option<u32> {
         let nb = self.neighbours(v);
         let i = if nb.windows(2).all(|w| w[0] < w[1]) {
             nb.binary_search(&u).ok()

@@ -33,7 +33,7 @@ pub fn label_propagation(g: &Graph, cfg: &Config, rounds: usize) -> Vec<u32> {
                 if conn[q] == 0 {
                     touched.push(q);
                 }
-                conn[q] += w;
+                conn[q] += i64::from(w);
             }
             let mut best = p;
             for &q in &touched {

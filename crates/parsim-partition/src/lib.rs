@@ -39,7 +39,7 @@ pub mod streaming;
 pub mod vertex_cut;
 
 pub use error::{PartitionError, Result};
-pub use graph::{Graph, MAX_TOTAL_WEIGHT};
+pub use graph::{Graph, MAX_TOTAL_EDGE_WEIGHT, MAX_TOTAL_WEIGHT};
 pub use multilevel::{coarsen_map, multilevel_kway, refine_kway, repartition};
 pub use partition::{metrics, Config, Limits, Metrics, Objective, Preset, FREE};
 pub use vertex_cut::{vertex_cut, EdgePartition, VertexCut};

@@ -550,7 +550,7 @@ fn fill_empty_parts(g: &Graph, parts: &mut [u32], cfg: &Config) -> bool {
                 .iter()
                 .zip(g.edge_weights(v))
                 .filter(|(&u, _)| parts[u as usize] as usize == q)
-                .map(|(_, &w)| w)
+                .map(|(_, &w)| i64::from(w))
                 .sum()
         };
         let Some(v) = (0..g.n()).filter(|&v| parts[v] as usize == q && free(v)).min_by_key(|&v| (inside(v), v)) else {
@@ -679,7 +679,7 @@ mod tests {
         // G(n, m) with mean degree 10: its edges barely merge as it coarsens.
         let n = 20_000;
         let mut s = StreamKey::new(5).purpose("test").stream();
-        let edges: Vec<(u32, u32, i64)> = (0..5 * n)
+        let edges: Vec<(u32, u32, u32)> = (0..5 * n)
             .map(|_| (s.below(n as u64) as u32, s.below(n as u64) as u32, 1))
             .filter(|e| e.0 != e.1)
             .collect();

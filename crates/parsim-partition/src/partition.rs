@@ -207,7 +207,7 @@ pub fn metrics(g: &Graph, parts: &[u32], cfg: &Config) -> Metrics {
         for (&u, &w) in g.neighbours(v).iter().zip(g.edge_weights(v)) {
             let q = parts[u as usize];
             if q as usize != p {
-                cut += w;
+                cut += i64::from(w);
                 let bit = p * k + q as usize;
                 touch[bit / 64] |= 1 << (bit % 64);
                 if seen[q as usize] != v as u32 {

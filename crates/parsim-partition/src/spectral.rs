@@ -293,7 +293,7 @@ mod tests {
     #[test]
     fn a_rough_fiedler_vector_still_orders_a_path() {
         // Path 0 – 1 – … – 39: the Fiedler vector is monotone along it.
-        let e: Vec<(u32, u32, i64)> = (0..39).map(|i| (i, i + 1, 1)).collect();
+        let e: Vec<(u32, u32, u32)> = (0..39).map(|i| (i, i + 1, 1)).collect();
         let g = Graph::from_edges(40, &e).unwrap();
         // Full reorthogonalisation every step, and every `PERIOD`th (the bisections' choice).
         for reorth in [1, 0] {

@@ -233,11 +233,11 @@ pub fn stream_metis(path: &Path, cfg: &Config, method: Streaming) -> Result<Vec<
                             parse_err(&file, ln, format!("vertex {me}: neighbour {u} has no edge weight"))
                         })?;
                         let w = int(t, ln, "edge weight")?;
-                        if w <= 0 {
+                        if w <= 0 || w > i64::from(u32::MAX) {
                             return Err(parse_err(
                                 &file,
                                 ln,
-                                format!("vertex {me}: edge to {u} has weight {w} (must be > 0)"),
+                                format!("vertex {me}: edge to {u} has weight {w} (must be in 1..=2^32 - 1)"),
                             ));
                         }
                         w
@@ -286,11 +286,19 @@ pub fn stream_metis(path: &Path, cfg: &Config, method: Streaming) -> Result<Vec<
         ));
     }
     let limit = i128::from(crate::MAX_TOTAL_WEIGHT);
-    if etotal / 2 > limit || vtotal.iter().any(|&t| t > limit) {
+    if vtotal.iter().any(|&t| t > limit) {
         return Err(parse_err(
             &file,
             0,
-            format!("the vertex or edge weights sum to more than {limit} (2^53, the largest total parsim sums exactly): scale the weights down"),
+            format!("the vertex weights sum to more than {limit} (2^53, the largest total parsim sums exactly): scale the weights down"),
+        ));
+    }
+    let elimit = crate::MAX_TOTAL_EDGE_WEIGHT;
+    if etotal / 2 > i128::from(elimit) {
+        return Err(parse_err(
+            &file,
+            0,
+            format!("the edge weights sum to more than {elimit} (2^32 - 1, the largest total parsim stores, as METIS): scale the weights down"),
         ));
     }
     if up != down {

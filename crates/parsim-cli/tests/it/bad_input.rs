@@ -222,8 +222,12 @@ fn weights_too_large_to_sum_and_bad_streamed_files_are_refused() {
         p.display().to_string()
     };
     let big = "9223372036854775807";
+    // Edge weights are 32-bit, as in METIS: each at most 2^32 - 1, and so their total.
     let ew = g("ew.graph", &format!("3 3 1\n2 {big} 3 {big}\n1 {big} 3 {big}\n1 {big} 2 {big}\n"));
-    exits_2(&["partition", &ew, "2", "--json"], &["edge weights sum to", "2^53"]);
+    exits_2(&["partition", &ew, "2", "--json"], &["edge to 2 has weight", "2^32 - 1"]);
+    let e4 = "4000000000";
+    let ew = g("ew4.graph", &format!("3 3 1\n2 {e4} 3 {e4}\n1 {e4} 3 {e4}\n1 {e4} 2 {e4}\n"));
+    exits_2(&["partition", &ew, "2", "--json"], &["edge weights sum to", "2^32 - 1"]);
     let vw = g("vw.graph", &format!("3 2 10\n{big} 2\n{big} 1 3\n{big} 2\n"));
     exits_2(&["partition", &vw, "2"], &["vertex weights", "2^53"]);
     // The streaming reader checks what the whole reader checks.
@@ -233,7 +237,7 @@ fn weights_too_large_to_sum_and_bad_streamed_files_are_refused() {
         ("trail.graph", "3 2\n2\n1 3\n2\n1\n", "more vertex lines"),
         ("count.graph", "3 5\n2\n1 3\n2\n", "declares 5 edges"),
         ("dup.graph", "3 3\n2 2\n1 1 3\n2\n", "duplicate edge"),
-        ("sum.graph", sum.as_str(), "2^53"),
+        ("sum.graph", sum.as_str(), "2^32 - 1"),
         ("short.graph", "3 2\n2\n1 3\n", "declares 3 vertices"),
         ("asym.graph", "4 2\n2\n3\n4\n1\n", "not symmetric"),
         ("loop.graph", "2 1\n1\n1\n", "self-loop"),

@@ -128,7 +128,7 @@ impl Level {
             for e in self.row(u) {
                 if (self.adj[e] as usize) < n {
                     adjncy.push(self.adj[e]);
-                    adjwgt.push(self.ew[e]);
+                    adjwgt.push(weight32(self.ew[e]));
                 }
             }
             xadj.push(adjncy.len() as u64);
@@ -158,7 +158,7 @@ impl Level {
         Ok(Graph {
             xadj,
             adjncy: adj.concat(),
-            adjwgt: ew.concat(),
+            adjwgt: ew.concat().into_iter().map(weight32).collect(),
             ncon: 1,
             vwgt: vw.concat(),
             vsize: None,
@@ -219,4 +219,11 @@ pub(super) fn prefix(counts: &[Vec<u64>]) -> Vec<u64> {
 /// The seeded stream of one rank at one level.
 pub(super) fn level_stream(seed: u64, level: usize, rank: usize) -> Stream {
     StreamKey::new(seed).purpose("parsim.graph.dist.multilevel").with(level as u64).with(rank as u64).stream()
+}
+
+/// A coarse edge's weight for the sequential partitioner's 32-bit edge
+/// weights: a sum of unit edges, so at most the graph's edge count, which
+/// [`DistGraph::multilevel`](crate::DistGraph::multilevel) checks on entry.
+pub(crate) fn weight32(w: i64) -> u32 {
+    u32::try_from(w).expect("an edge weight within the 32-bit total checked on entry")
 }

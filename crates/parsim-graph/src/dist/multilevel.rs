@@ -167,6 +167,15 @@ impl DistGraph {
     fn vcycle<C: Comm>(&self, comm: &C, parts: usize, imbalance: f64, seed: u64) -> Result<DistPartition> {
         let (rank, p) = (comm.rank(), comm.size());
         let mut levels = vec![Level::of(comm, self)?];
+        // Coarse edges weigh the unit edges they merge: the sequential
+        // partitioner stores them in 32 bits.
+        let entries = comm.all_reduce(&[levels[0].adj.len() as u64], ReduceOp::Sum)?[0];
+        if entries / 2 > parsim_partition::MAX_TOTAL_EDGE_WEIGHT {
+            return Err(GraphError::BadArgument(format!(
+                "multilevel: {} edges, more than the 2^32 - 1 the partitioner's 32-bit edge weights can sum",
+                entries / 2
+            )));
+        }
         let n0 = levels[0].n_global();
         let total = n0 as i64;
         let cfg = Config { imbalance, seed, ..Config::new(parts) };
@@ -246,7 +255,7 @@ impl DistGraph {
 fn solve_everywhere<C: Comm>(comm: &C, level: &Level, cfg: &Config) -> Result<(Vec<u32>, usize)> {
     let (rank, p) = (comm.rank(), comm.size());
     let g = level.all_gather(comm)?;
-    let held = g.xadj.len() * 8 + g.adjncy.len() * 4 + g.adjwgt.len() * 8 + g.vwgt.len() * 8;
+    let held = g.xadj.len() * 8 + g.adjncy.len() * 4 + g.adjwgt.len() * 4 + g.vwgt.len() * 8;
     let mine = Config { seed: cfg.seed.wrapping_add(rank as u64), ..cfg.clone() };
     let (parts, score) = match multilevel_kway(&g, &mine) {
         Ok((parts, m)) => (parts, (0u8, m.cut, String::new())),
@@ -375,14 +384,14 @@ fn local_fm<C: Comm>(l: &Level, comm: &C, part: &mut [u32], k: usize, cap: i64, 
     }
     let mut at: Vec<u64> = xadj[..n + ng].to_vec();
     let m = xadj[n + ng] as usize;
-    let (mut adjncy, mut adjwgt) = (vec![0u32; m], vec![0i64; m]);
+    let (mut adjncy, mut adjwgt) = (vec![0u32; m], vec![0u32; m]);
     for u in 0..n {
         for e in l.row(u) {
             let v = l.adj[e] as usize;
             let sides: &[(usize, usize)] = if v < n { &[(u, v)] } else { &[(u, v), (v, u)] };
             for &(a, b) in sides {
                 adjncy[at[a] as usize] = b as u32;
-                adjwgt[at[a] as usize] = l.ew[e];
+                adjwgt[at[a] as usize] = super::level::weight32(l.ew[e]);
                 at[a] += 1;
             }
         }

@@ -97,7 +97,7 @@ fn build(stream: EdgeStream) -> Result<Graph> {
     for e in stream.by_ref() {
         let (a, b) = e?;
         if a != b {
-            edges.push((a.min(b), a.max(b), 1i64));
+            edges.push((a.min(b), a.max(b), 1u32));
         }
     }
     edges.sort_unstable();

@@ -279,14 +279,14 @@ fn parse_with(text: &str, file: &str, fast: bool) -> Result<Graph> {
                 let w = toks.next(file, ln, "edge weight").ok_or_else(|| {
                     parse_err(file, ln, format!("vertex {}: neighbour {u} has no edge weight", count + 1))
                 })??;
-                if w <= 0 {
+                if w <= 0 || w > i64::from(u32::MAX) {
                     return Err(parse_err(
                         file,
                         ln,
-                        format!("vertex {}: edge to {u} has weight {w} (must be > 0)", count + 1),
+                        format!("vertex {}: edge to {u} has weight {w} (must be in 1..=2^32 - 1)", count + 1),
                     ));
                 }
-                w
+                w as u32
             } else {
                 1
             };

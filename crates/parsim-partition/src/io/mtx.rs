@@ -65,7 +65,7 @@ pub fn parse_mtx(text: &str, file: &str) -> Result<Graph> {
                 seen += 1;
                 if a != b {
                     let (u, v) = ((a - 1) as u32, (b - 1) as u32);
-                    edges.push((u.min(v), u.max(v), 1i64));
+                    edges.push((u.min(v), u.max(v), 1u32));
                 }
             }
         }

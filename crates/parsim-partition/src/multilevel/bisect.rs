@@ -33,7 +33,7 @@ pub(crate) fn cut2(g: &Graph, side: &[u8]) -> i64 {
     for v in 0..g.n() {
         for (&u, &w) in g.neighbours(v).iter().zip(g.edge_weights(v)) {
             if side[u as usize] != side[v] {
-                c += w;
+                c += i64::from(w);
             }
         }
     }
@@ -103,7 +103,7 @@ fn grow(g: &Graph, frac: f64, rng: &mut Stream) -> Vec<u8> {
     let mut rest = Remaining::all(n);
     let mut g1 = vec![0i64; n]; // connection to side 0 minus to side 1, for vertices on side 1
     for v in 0..n {
-        g1[v] = -g.edge_weights(v).iter().sum::<i64>();
+        g1[v] = -g.edge_weights(v).iter().map(|&w| i64::from(w)).sum::<i64>();
     }
     while have < frac {
         let v = loop {
@@ -129,7 +129,7 @@ fn grow(g: &Graph, frac: f64, rng: &mut Stream) -> Vec<u8> {
         for (&u, &w) in g.neighbours(v).iter().zip(g.edge_weights(v)) {
             let u = u as usize;
             if side[u] == 1 {
-                g1[u] += 2 * w;
+                g1[u] += 2 * i64::from(w);
                 heap.push((g1[u], u as u32));
             }
         }
@@ -165,9 +165,9 @@ pub(crate) fn fm_pinned(
     for v in 0..n {
         let (mut ext, mut tot) = (0i64, 0i64);
         for (&u, &ew) in g.neighbours(v).iter().zip(g.edge_weights(v)) {
-            tot += ew;
+            tot += i64::from(ew);
             if side[u as usize] != side[v] {
-                ext += ew;
+                ext += i64::from(ew);
             }
         }
         gains.push(2 * ext - tot);
@@ -189,7 +189,7 @@ pub(crate) fn fm_pinned(
         }
         for (&u, &ew) in g.neighbours(v).iter().zip(g.edge_weights(v)) {
             let u = u as usize;
-            gains[u] += if side[u] as usize == to { -2 * ew } else { 2 * ew };
+            gains[u] += if side[u] as usize == to { -2 * i64::from(ew) } else { 2 * i64::from(ew) };
         }
     };
     for _ in 0..passes {

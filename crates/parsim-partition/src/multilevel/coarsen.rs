@@ -109,7 +109,7 @@ pub(crate) fn heavy_edge_matching(
             }
         } else {
             let ew = g.edge_weights(v);
-            let mut bw = 0i64;
+            let mut bw = 0u32;
             let (head, tail) = (nb[off..].iter().zip(&ew[off..]), nb[..off].iter().zip(&ew[..off]));
             for (&u, &w) in head.chain(tail) {
                 if w > bw && mate[u as usize] == u32::MAX && fits(g, v, u as usize, maxw) && same(v, u as usize) {
@@ -179,7 +179,7 @@ pub(crate) fn cluster(g: &Graph, rng: &mut Stream, maxw: &[i64], class: Option<&
                 if conn[l] == 0 {
                     touched.push(l);
                 }
-                conn[l] += w;
+                conn[l] += i64::from(w);
             }
             let mut best = own;
             let mut bw = conn[own];
@@ -230,7 +230,7 @@ pub(crate) fn beyond_cache(g: &Graph) -> bool {
 
 /// The weight every edge of `g` has, if they all have the same one (a
 /// coarsening step finds it once, for matching and for [`contract`]).
-pub(crate) fn uniform_weight(g: &Graph) -> Option<i64> {
+pub(crate) fn uniform_weight(g: &Graph) -> Option<u32> {
     let w0 = *g.adjwgt.first()?;
     g.adjwgt.iter().all(|&w| w == w0).then_some(w0)
 }
@@ -238,7 +238,7 @@ pub(crate) fn uniform_weight(g: &Graph) -> Option<i64> {
 /// The graph of the coarse vertices `cmap` defines: weights summed, edges
 /// between the same coarse vertices merged (weights summed), internal edges
 /// dropped. `uniform` is [`uniform_weight`] of `g`.
-pub(crate) fn contract(g: &Graph, cmap: &[u32], cn: usize, uniform: Option<i64>) -> Graph {
+pub(crate) fn contract(g: &Graph, cmap: &[u32], cn: usize, uniform: Option<u32>) -> Graph {
     // Unweighted input (every edge weight equal): the fine weights need not
     // be read, which is a third of the bytes a row costs.
     match uniform {
@@ -248,7 +248,7 @@ pub(crate) fn contract(g: &Graph, cmap: &[u32], cn: usize, uniform: Option<i64>)
 }
 
 /// [`contract`], reading the fine edge weights unless `UNIFORM` (then all are `w0`).
-fn contract_rows<const UNIFORM: bool>(g: &Graph, cmap: &[u32], cn: usize, w0: i64) -> Graph {
+fn contract_rows<const UNIFORM: bool>(g: &Graph, cmap: &[u32], cn: usize, w0: u32) -> Graph {
     let (n, ncon) = (g.n(), g.ncon);
     // Members of each coarse vertex (counting sort; for a matching, ids are
     // already in order of their first member, so this is one linear pass).
@@ -273,7 +273,7 @@ fn contract_rows<const UNIFORM: bool>(g: &Graph, cmap: &[u32], cn: usize, w0: i6
     xadj.push(0u64);
     // The coarse graph has at most as many entries as the fine one.
     let mut adjncy: Vec<u32> = Vec::with_capacity(g.adjncy.len());
-    let mut adjwgt: Vec<i64> = Vec::with_capacity(g.adjncy.len());
+    let mut adjwgt: Vec<u32> = Vec::with_capacity(g.adjncy.len());
     let mut pos = vec![u32::MAX; cn];
     let members_of = |c: usize| &members[start[c] as usize..start[c + 1] as usize];
     let far = beyond_cache(g);
@@ -348,7 +348,7 @@ mod tests {
         // A path of 10 vertices and 31 isolated ones, one of them too heavy
         // to merge with anything.
         let n = 41;
-        let edges: Vec<(u32, u32, i64)> = (0..9).map(|v| (v, v + 1, 1)).collect();
+        let edges: Vec<(u32, u32, u32)> = (0..9).map(|v| (v, v + 1, 1)).collect();
         let mut g = Graph::from_edges(n, &edges).unwrap();
         g.vwgt[40] = 100;
         let mut rng = parsim_core::rng::StreamKey::new(3).stream();
@@ -383,7 +383,7 @@ mod tests {
 
     /// A grid graph of `w × h` vertices, every edge of weight `wt`, beyond
     /// the cache threshold when large (so the prefetching paths run too).
-    fn grid(w: u32, h: u32, wt: i64) -> Graph {
+    fn grid(w: u32, h: u32, wt: u32) -> Graph {
         let mut edges = Vec::new();
         for y in 0..h {
             for x in 0..w {
@@ -430,7 +430,10 @@ mod tests {
             let general = contract_rows::<false>(&g, &cmap, cn, 0);
             assert_eq!(fast, general);
             assert_eq!(contract(&g, &cmap, cn, Some(1)), general);
-            assert_eq!(fast.adjwgt.iter().sum::<i64>(), g.adjwgt.iter().sum::<i64>() - 2 * (g.n() - cn) as i64);
+            assert_eq!(
+                fast.adjwgt.iter().map(|&w| i64::from(w)).sum::<i64>(),
+                g.adjwgt.iter().map(|&w| i64::from(w)).sum::<i64>() - 2 * (g.n() - cn) as i64
+            );
         }
     }
 }

@@ -94,7 +94,7 @@ pub(crate) fn make_contiguous(
                 for (&u, &w) in g.neighbours(v).iter().zip(g.edge_weights(v)) {
                     let q = parts[u as usize] as usize;
                     if q != from {
-                        conn[q] += w;
+                        conn[q] += i64::from(w);
                     }
                 }
             }
@@ -244,9 +244,9 @@ fn drain(
         for (&u, &w) in g.neighbours(v).iter().zip(g.edge_weights(v)) {
             let q = parts[u as usize] as usize;
             if q == p {
-                int += w;
+                int += i64::from(w);
             } else {
-                *conn.entry(q).or_insert(0) += w;
+                *conn.entry(q).or_insert(0) += i64::from(w);
             }
         }
         let w = g.weights(v)[0];

@@ -138,7 +138,8 @@ fn band(
         }
     }
     // Edges from the band to each anchor, per band vertex.
-    let mut to_anchor: Vec<(u32, u32, i64)> = Vec::new();
+    // (Each sum is at most the graph's total edge weight, which fits in 32 bits.)
+    let mut to_anchor: Vec<(u32, u32, u32)> = Vec::new();
     for (i, &v) in ids.iter().enumerate().skip(written) {
         let v = v as usize;
         let (mut e0, mut e1) = (0i64, 0i64);
@@ -149,12 +150,12 @@ fn band(
                 adjncy.push(local);
                 adjwgt.push(w);
             } else if pu == p {
-                e0 += w;
+                e0 += i64::from(w);
             } else if pu == q {
-                e1 += w;
+                e1 += i64::from(w);
             }
         }
-        for (a, e) in [(a0, e0), (a1, e1)] {
+        for (a, e) in [(a0, e0 as u32), (a1, e1 as u32)] {
             if e > 0 {
                 adjncy.push(a);
                 adjwgt.push(e);
@@ -213,7 +214,7 @@ fn pairs_of(g: &Graph, parts: &[u32], k: usize, boundary: Option<&[bool]>) -> (V
             let q = parts[u as usize];
             if q != p {
                 let key = (u64::from(p.min(q)) << 32) | u64::from(p.max(q));
-                entries.push((key, v as u32, if p < q { w } else { 0 }));
+                entries.push((key, v as u32, if p < q { i64::from(w) } else { 0 }));
             }
         }
     }
@@ -506,7 +507,7 @@ fn min_cut(h: &Graph, s: usize, t: usize) -> (i64, [Vec<bool>; 2]) {
             at[tail[j as usize] as usize] = u32::MAX;
         }
     }
-    let mut r: Vec<i64> = h.adjwgt.clone();
+    let mut r: Vec<i64> = h.adjwgt.iter().map(|&w| i64::from(w)).collect();
     let mut flow = 0i64;
     let mut level = vec![u32::MAX; n];
     let mut queue = Vec::with_capacity(n);

@@ -140,7 +140,7 @@ impl<'a> KWay<'a> {
             if self.conn[q] == 0 {
                 self.touched.push(q as u32);
             }
-            self.conn[q] += w;
+            self.conn[q] += i64::from(w);
         }
         self.conn[p]
     }

@@ -21,7 +21,7 @@ fn metis_errors_name_the_line_and_the_problem() {
         ("2 1\n5\n1\n", "bad.graph:2", "neighbour 5 is outside 1..=2"),
         ("2 1 10\n-1 2\n1 1\n", "bad.graph:2", "negative weight -1"),
         ("2 1 1\n2 1.5\n1 1.5\n", "bad.graph:2", "\"1.5\" is not an integer"),
-        ("2 1 1\n2 0\n1 0\n", "bad.graph:2", "weight 0 (must be > 0)"),
+        ("2 1 1\n2 0\n1 0\n", "bad.graph:2", "weight 0 (must be in 1..=2^32 - 1)"),
         ("2 1 1\n2 3\n1 4\n", "bad.graph: ", "weight 3 but 2-1 has 4"),
         ("2 1 12\n2\n1\n", "bad.graph:1", "fmt: expected up to three 0/1 digits"),
         ("2 x\n2\n1\n", "bad.graph:1", "edge count is not a number (a token of 1 characters)"),

@@ -58,13 +58,13 @@ proptest! {
     #[test]
     fn multilevel_is_valid_balanced_and_reproducible(
         n in 2usize..160,
-        raw in vec((0u32..160, 0u32..160, 1i64..6), 0..480),
+        raw in vec((0u32..160, 0u32..160, 1u32..6), 0..480),
         weights in vec(1i64..5, 160),
         k in 2usize..12,
         imbalance in 0.0f64..0.2,
         seed in 0u64..1000,
     ) {
-        let edges: Vec<(u32, u32, i64)> = raw
+        let edges: Vec<(u32, u32, u32)> = raw
             .into_iter()
             .map(|(u, v, w)| (u % n as u32, v % n as u32, w))
             .filter(|&(u, v, _)| u != v)

@@ -17,7 +17,7 @@ pub fn random_graph(seed: u64, n: usize, m: usize, weighted: bool) -> Graph {
     for _ in 0..m {
         let (u, v) = (rng.below(n as u64) as u32, rng.below(n as u64) as u32);
         if u != v {
-            edges.push((u.min(v), u.max(v), if weighted { 1 + rng.below(5) as i64 } else { 1 }));
+            edges.push((u.min(v), u.max(v), if weighted { 1 + rng.below(5) as u32 } else { 1 }));
         }
     }
     // A path through all vertices keeps it connected.
@@ -54,10 +54,10 @@ pub fn grid(w: usize, h: usize) -> Graph {
 }
 
 /// Sorted adjacency rows with weights: a canonical form to compare graphs.
-pub fn canonical(g: &Graph) -> Vec<Vec<(u32, i64)>> {
+pub fn canonical(g: &Graph) -> Vec<Vec<(u32, u32)>> {
     (0..g.n())
         .map(|v| {
-            let mut r: Vec<(u32, i64)> =
+            let mut r: Vec<(u32, u32)> =
                 g.neighbours(v).iter().copied().zip(g.edge_weights(v).iter().copied()).collect();
             r.sort_unstable();
             r
