@@ -159,6 +159,14 @@ impl DistGraph {
         // Rows to local ids, owned neighbours first (both parts keep global id order).
         let mut cut = 0usize;
         let fast = match (&owned, ghost_table.dense, &weight, &layer) {
+            // No ghosts (one rank): local ids are the global ones less the
+            // block's first, and every row is already in order.
+            (&Owned::Block(lo, _), _, _, _) if ghost_ids.is_empty() => {
+                if lo > 0 {
+                    adj.iter_mut().for_each(|u| *u -= lo);
+                }
+                true
+            }
             (&Owned::Block(lo, hi), Some(first), None, None) => {
                 cut = split_block_rows(&xadj, &mut adj, (lo, hi), first, &ghost_table);
                 true
@@ -241,7 +249,7 @@ impl DistGraph {
         let (mut bnd, mut bxadj, mut bent) = (Vec::new(), vec![0u32], Vec::new());
         let mut seen: Vec<u32> = Vec::new();
         let one_peer = peers.len() == 1;
-        for i in 0..n_owned {
+        for i in (0..n_owned).filter(|_| !ghost_ids.is_empty()) {
             let row = &adj[xadj[i] as usize..xadj[i + 1] as usize];
             if row.last().is_none_or(|&l| (l as usize) < n_owned) {
                 continue;

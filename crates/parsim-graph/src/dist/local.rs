@@ -4,6 +4,7 @@
 //! graph or an array sized by it.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 
 use parsim_comm::{Comm, Pod, ReduceOp};
 use rayon::prelude::*;
@@ -181,40 +182,55 @@ impl DistGraph {
         // chunk, the endpoints owned elsewhere travel to their owners, so no
         // rank ever holds more than one chunk of them.
         let chunks = (comm.all_reduce(&[units as u64], ReduceOp::Max)?[0] as usize).div_ceil(8).clamp(1, CHUNKS);
-        let by_range = |flat: &[u32]| Piece::by_range(flat, stride, shift, nr, lo);
+        // Pieces' buffers go back to a pool once a pass has applied them, and
+        // the next chunk's pieces reuse them: memory already mapped, where a
+        // fresh allocation of each would fault its pages in again.
+        let pool: Mutex<Vec<Vec<u32>>> = Mutex::new(Vec::new());
+        let by_range = |flat: &[u32]| Piece::by_range(flat, stride, shift, nr, lo, &pool);
+        let recycle = |pieces: Vec<Piece>| {
+            pool.lock().unwrap_or_else(std::sync::PoisonError::into_inner).extend(pieces.into_iter().map(|p| p.data))
+        };
         let owners = BlockOwners::new(n, p);
         // One chunk's endpoints owned here, [w − lo, o (, layer)], per piece of work, by row range.
         let chunk = |c: usize| -> Result<(u64, Vec<Piece>)> {
             let outs: Vec<(u64, Piece, Buckets)> = (c * units / chunks..(c + 1) * units / chunks)
                 .into_par_iter()
-                .map(|k| {
-                    let mut loops = 0u64;
-                    // Every endpoint goes to its owner's buffer, this rank's
-                    // own included: an index, not a branch the processor
-                    // mispredicts for a random half of the endpoints.
-                    let mut out: Vec<Vec<u32>> = vec![Vec::new(); p];
-                    gen(k, &mut |u, v, l| {
-                        if u as usize >= n || v as usize >= n {
-                            bad.store(true, Ordering::Relaxed);
-                            return;
-                        }
-                        if u == v {
-                            loops += 1;
-                            return;
-                        }
-                        let ends: &[(u32, u32)] = if directed { &[(u, v)] } else { &[(u, v), (v, u)] };
-                        for &(w, o) in ends {
-                            let q = if p == 1 { 0 } else { owners.of(w) as usize };
-                            let b = &mut out[q];
-                            b.extend_from_slice(&[w, o]);
-                            if layered {
-                                b.push(u32::from(l));
+                // Each thread keeps its buffers from unit to unit: a unit's
+                // endpoints (half a megabyte for an Erdős–Rényi unit) are
+                // not copied while a buffer grows, nor written to fresh pages.
+                .map_init(
+                    || vec![Vec::<u32>::new(); p],
+                    |out, k| {
+                        let mut loops = 0u64;
+                        // Every endpoint goes to its owner's buffer, this rank's
+                        // own included: an index, not a branch the processor
+                        // mispredicts for a random half of the endpoints.
+                        out.iter_mut().for_each(Vec::clear);
+                        gen(k, &mut |u, v, l| {
+                            if u as usize >= n || v as usize >= n {
+                                bad.store(true, Ordering::Relaxed);
+                                return;
                             }
-                        }
-                    });
-                    let mine = std::mem::take(&mut out[me]);
-                    (loops, by_range(&mine), out)
-                })
+                            if u == v {
+                                loops += 1;
+                                return;
+                            }
+                            let ends: &[(u32, u32)] = if directed { &[(u, v)] } else { &[(u, v), (v, u)] };
+                            for &(w, o) in ends {
+                                let q = if p == 1 { 0 } else { owners.of(w) as usize };
+                                let b = &mut out[q];
+                                b.extend_from_slice(&[w, o]);
+                                if layered {
+                                    b.push(u32::from(l));
+                                }
+                            }
+                        });
+                        let mine = by_range(&out[me]);
+                        let others: Buckets =
+                            out.iter().enumerate().map(|(q, b)| if q == me { Vec::new() } else { b.clone() }).collect();
+                        (loops, mine, others)
+                    },
+                )
                 .collect();
             let mut loops = 0u64;
             let mut parts: Vec<Vec<u32>> = vec![Vec::new(); p];
@@ -244,6 +260,7 @@ impl DistGraph {
                     }
                 }
             });
+            recycle(pieces);
         }
         let bad = comm.all_reduce(&[u64::from(bad.load(Ordering::Relaxed))], ReduceOp::Max)?[0] == 1;
         if bad {
@@ -295,7 +312,9 @@ impl DistGraph {
                     }
                 }
             });
+            recycle(pieces);
         }
+        drop(pool);
         if over.into_inner() || counts.iter().zip(xadj.windows(2)).any(|(&c, w)| u64::from(c) != w[1] - w[0]) {
             return Err(GraphError::BadArgument("the generator emitted different edges on its second call".into()));
         }
@@ -322,7 +341,7 @@ struct Piece {
 impl Piece {
     /// Groups `flat`'s records by range with one counting pass and one
     /// scatter, their rows made local (`row − lo`) on the way.
-    fn by_range(flat: &[u32], stride: usize, shift: u32, ranges: usize, lo: u32) -> Piece {
+    fn by_range(flat: &[u32], stride: usize, shift: u32, ranges: usize, lo: u32, pool: &Mutex<Vec<Vec<u32>>>) -> Piece {
         let mut off = vec![0u32; ranges + 1];
         for e in flat.chunks_exact(stride) {
             off[((e[0] - lo) >> shift) as usize + 1] += stride as u32;
@@ -331,7 +350,9 @@ impl Piece {
             off[r + 1] += off[r];
         }
         let mut at = off[..ranges].to_vec();
-        let mut data = vec![0u32; flat.len()];
+        let mut data = pool.lock().unwrap_or_else(std::sync::PoisonError::into_inner).pop().unwrap_or_default();
+        data.clear();
+        data.resize(flat.len(), 0);
         for e in flat.chunks_exact(stride) {
             let row = e[0] - lo;
             let r = (row >> shift) as usize;
