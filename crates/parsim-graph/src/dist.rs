@@ -56,6 +56,10 @@ pub struct DistGraph {
     base: Option<u32>,
     /// Global ids of the owned vertices, ascending (empty for a block).
     owned_ids: Vec<u32>,
+    /// Global id → owned vertex, over `owned_ids` (empty for a block): a
+    /// lookup per message on an owned agent, where a binary search over a
+    /// rank's millions of ids waits for twenty cache misses.
+    owned_table: GhostTable,
     /// Global ids of the ghosts, ascending (local ids `n_owned..`).
     ghost_ids: Vec<u32>,
     /// Global id → ghost, an open-addressing table over the ghosts.
@@ -383,7 +387,7 @@ impl DistGraph {
     pub fn local(&self, v: u32) -> Option<usize> {
         let owned = match self.base {
             Some(b) => (v >= b && ((v - b) as usize) < self.n_owned).then(|| (v - b) as usize),
-            None => self.owned_ids.binary_search(&v).ok(),
+            None => self.owned_table.find(&self.owned_ids, v),
         };
         owned.or_else(|| self.ghost_table.find(&self.ghost_ids, v).map(|j| self.n_owned + j))
     }
@@ -579,6 +583,7 @@ impl DistGraph {
     pub fn bytes(&self) -> usize {
         (self.owned_ids.len() + self.ghost_ids.len()) * 4
             + self.ghost_table.bytes()
+            + self.owned_table.bytes()
             + self.xadj.bytes()
             + self.adj.len() * 4
             + self.weight.as_ref().map_or(0, |w| w.len() * 8)

@@ -141,6 +141,26 @@ fn block_rows_without_weights_take_the_fast_path_to_the_same_view() {
 }
 
 #[test]
+fn owned_lists_find_every_owned_vertex_dense_or_sparse() {
+    // Ids owned in a list (after a partition): dense in their span (every
+    // third id, a ranked bitmap) and sparse in it (every 97th, a hash
+    // table); `local` must agree with the position in the list for every
+    // id, owned, ghost or neither.
+    let n = 5000u32;
+    let g = random(n, 20_000, 7);
+    for stride in [3u32, 97] {
+        let owner = |v: u32| u32::from(v % stride != 0);
+        let ids: Vec<u32> = (0..n).filter(|&v| owner(v) == 0).collect();
+        let d = DistGraph::from_rows(0, 2, parsim_graph::Rows::of(&g, parsim_graph::Owned::List(ids.clone())), &owner)
+            .unwrap();
+        for v in 0..n {
+            let want = ids.binary_search(&v).ok().or_else(|| d.ghost_local(v));
+            assert_eq!(d.local(v), want, "stride {stride}, id {v}");
+        }
+    }
+}
+
+#[test]
 fn a_generator_naming_a_vertex_beyond_the_graph_is_refused_on_every_rank() {
     let got = parsim_comm::launch(2, |comm| {
         let r = comm.rank() as u32;
