@@ -293,6 +293,10 @@ fn split_order(g: &Graph, order: &[u32], frac: f64) -> Vec<u8> {
 /// growings: `tries` × this many vertices in all (at least one try).
 const TRIES_VERTICES: usize = 3000;
 
+/// A bisection of a graph with more vertices than this (coarsening stalled)
+/// does not try a spectral split.
+const SPECTRAL_VERTICES: usize = 8 * TRIES_VERTICES;
+
 /// The best of `tries` grown-and-refined bisections (balanced first, then the smallest cut).
 pub(crate) fn bisect(g: &Graph, frac: f64, eps: f64, tries: usize, rng: &mut Stream) -> Vec<u8> {
     // Where coarsening stalled (a random graph's edges do not merge), the
@@ -308,7 +312,12 @@ pub(crate) fn bisect(g: &Graph, frac: f64, eps: f64, tries: usize, rng: &mut Str
     // graph, the long axis of a mesh. A rough vector (30 Lanczos steps,
     // periodically reorthogonalised) does; 45 steps cut 2.6 % more
     // (BENCHMARKS.md), a closer vector being a worse start here.
-    let spectral = if g.n() > 2 {
+    // Not where coarsening stalled far above the size it aims at: there the
+    // graph has no structure for the vector to find (a random graph's
+    // edges do not merge), and its Lanczos steps and their vectors cost
+    // 30 passes over the graph and 30 × 8 bytes a vertex (at 10⁷ agents,
+    // 12 % of the partitioner's time and a quarter of a GB).
+    let spectral = if g.n() > 2 && g.n() <= SPECTRAL_VERTICES {
         let x = crate::spectral::fiedler_steps(g, rand_core::RngCore::next_u64(rng), 30, 0);
         let mut order: Vec<u32> = (0..g.n() as u32).collect();
         order.sort_by(|&a, &b| x[a as usize].total_cmp(&x[b as usize]).then(a.cmp(&b)));
