@@ -222,6 +222,30 @@ impl Csr {
         }
     }
 
+    /// [`to_partition_graph`](Self::to_partition_graph) without the copy:
+    /// the offsets and neighbours move into the partitioning graph (a graph
+    /// gathered only to be partitioned is not held twice).
+    ///
+    /// ```
+    /// let (g, _) = parsim_graph::Csr::from_pairs(3, vec![(0, 1), (1, 2)], None);
+    /// let p = g.clone().into_partition_graph();
+    /// assert_eq!(p, g.to_partition_graph());
+    /// ```
+    pub fn into_partition_graph(self) -> parsim_partition::Graph {
+        let n = self.n();
+        let m = self.adj.len();
+        parsim_partition::Graph {
+            xadj: self.xadj,
+            adjncy: self.adj,
+            adjwgt: vec![1; m],
+            ncon: 1,
+            vwgt: vec![1; n],
+            vsize: None,
+            coords: None,
+            dim: 0,
+        }
+    }
+
     /// The weight of the edge at `adj` index `e` (1 without weights).
     #[inline]
     pub fn weight_at(&self, e: usize) -> f64 {

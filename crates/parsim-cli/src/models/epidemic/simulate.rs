@@ -83,15 +83,17 @@ impl AbmSetup {
     }
 }
 
-/// The owner of every vertex of `g` for `ranks` ranks, by a sequential partitioner.
-pub fn partition(g: &Csr, how: &str, ranks: usize, seed: u64) -> Result<Vec<u32>> {
+/// The owner of every vertex of `g` for `ranks` ranks, by a sequential
+/// partitioner; `g` (gathered only for this) moves into the partitioner's
+/// graph instead of being copied.
+fn partition_owned(g: Csr, how: &str, ranks: usize, seed: u64) -> Result<Vec<u32>> {
     let n = g.n();
     if ranks == 1 {
         return Ok(vec![0; n]);
     }
     let method = Method::parse(how).ok_or_else(|| anyhow::anyhow!("unknown partitioner {how}"))?;
     let cfg = Config { seed, ..Config::new(ranks) };
-    Ok(method.partition(&g.to_partition_graph(), &cfg)?.0)
+    Ok(method.partition(&g.into_partition_graph(), &cfg)?.0)
 }
 
 /// What every rank knows about the whole population.
@@ -157,7 +159,7 @@ fn place<C: Comm>(comm: &C, local: LocalPopulation, how: &str, seed: u64) -> Res
     } else {
         let whole = local.graph.gather(comm, 0)?;
         let all = match whole {
-            Some(g) => partition(&g, how, p, seed),
+            Some(g) => partition_owned(g, how, p, seed),
             None => Ok(Vec::new()),
         };
         // Every rank learns whether rank 0's partitioner failed.
