@@ -210,7 +210,7 @@ fn vcycle(
     home: Option<Home<'_>>,
 ) -> Vec<u32> {
     let h = hierarchy(g, cfg, rng, start, home);
-    solve(g, cfg, lim, rng, &h, start, home, false, true)
+    solve(g, cfg, lim, rng, h, start, home, false, true)
 }
 
 /// What a preset spends where.
@@ -292,7 +292,7 @@ fn solve(
     cfg: &Config,
     lim: &Limits,
     rng: &mut Stream,
-    h: &Hierarchy,
+    h: Hierarchy,
     start: Option<&[u32]>,
     home: Option<Home<'_>>,
     tight: bool,
@@ -300,7 +300,7 @@ fn solve(
 ) -> Vec<u32> {
     let k = cfg.k;
     let t = Tuning::of(cfg.preset);
-    let Hierarchy { levels, fixed_at, home_at } = h;
+    let Hierarchy { mut levels, fixed_at, home_at } = h;
     let coarsest = levels.last().map_or(g, |l| &l.graph);
     let fractions: Vec<f64> = (0..k).map(|p| cfg.target(p)).collect();
     // Each bisection may use the whole imbalance (the k-way refinement
@@ -326,7 +326,7 @@ fn solve(
         Some(p) => {
             // Every coarse vertex lies in one part: carry the partition down.
             let mut fine: Vec<u32> = p.to_vec();
-            for l in levels {
+            for l in &levels {
                 let mut coarse = vec![0u32; l.graph.n()];
                 for (v, &c) in l.cmap.iter().enumerate() {
                     coarse[c as usize] = fine[v];
@@ -347,7 +347,6 @@ fn solve(
     // Refine on the coarsest graph and on every finer one.
     let mut bnd: Option<Vec<bool>> = None;
     for i in (0..=levels.len()).rev() {
-        let graph = if i == 0 { g } else { &levels[i - 1].graph };
         let cand = if i < levels.len() {
             let cmap = &levels[i].cmap;
             parts = cmap.iter().map(|&c| parts[c as usize]).collect();
@@ -355,6 +354,11 @@ fn solve(
         } else {
             None
         };
+        // The coarser level is done with: its memory goes before this
+        // level's refinement allocates (at the finest level, the whole
+        // hierarchy, which on a random graph holds twice the input's edges).
+        levels.truncate(i);
+        let graph = if i == 0 { g } else { &levels[i - 1].graph };
         // Coarse vertices are heavy: let the coarse levels overshoot by up to
         // one average coarse vertex, so refinement can still move them; the
         // finest level keeps the exact limits. (Not with several constraints:
@@ -478,10 +482,10 @@ pub fn multilevel_kway(g: &Graph, cfg: &Config) -> Result<(Vec<u32>, crate::Metr
         let mut rng = StreamKey::new(cfg.seed).purpose("parsim.partition.multilevel").with(r).stream();
         // A run past the planned ones splits the imbalance over the bisections.
         let h = hierarchy(g, cfg, &mut rng, None, None);
-        let mut parts = solve(g, cfg, &lim, &mut rng, &h, None, None, r >= runs, cycles == 1);
+        let mut parts = solve(g, cfg, &lim, &mut rng, h, None, None, r >= runs, cycles == 1);
         for c in 1..cycles {
             let hh = hierarchy(g, cfg, &mut rng, Some(&parts), None);
-            parts = solve(g, cfg, &lim, &mut rng, &hh, Some(&parts), None, false, c + 1 == cycles);
+            parts = solve(g, cfg, &lim, &mut rng, hh, Some(&parts), None, false, c + 1 == cycles);
         }
         let m = metrics(g, &parts, cfg);
         let goal = |m: &crate::Metrics| if cfg.objective == Objective::Volume { m.volume } else { m.cut };

@@ -448,9 +448,18 @@ pub(crate) fn recursive_bisection(
     let left: f64 = fractions[..k1].iter().sum();
     let side = if g.n() == 1 { vec![0u8] } else { ml_bisect(g, left / total, eps, tries, ncuts, rng) };
     for which in 0..2u8 {
+        let (f, p0) = if which == 0 { (&fractions[..k1], first) } else { (&fractions[k1..], first + k1 as u32) };
+        if f.len() == 1 {
+            // A single part: its vertices need no subgraph.
+            for (v, &s) in side.iter().enumerate() {
+                if s == which {
+                    out[ids[v] as usize] = p0;
+                }
+            }
+            continue;
+        }
         let (sub, sub_ids) = subgraph(g, &side, which);
         let global: Vec<u32> = sub_ids.iter().map(|&i| ids[i as usize]).collect();
-        let (f, p0) = if which == 0 { (&fractions[..k1], first) } else { (&fractions[k1..], first + k1 as u32) };
         recursive_bisection(&sub, &global, p0, f, eps, (tries, ncuts), rng, out);
     }
 }
