@@ -226,8 +226,13 @@ impl DistGraph {
                             }
                         });
                         let mine = by_range(&out[me]);
-                        let others: Buckets =
-                            out.iter().enumerate().map(|(q, b)| if q == me { Vec::new() } else { b.clone() }).collect();
+                        // The other ranks' buffers leave whole (no copy); only
+                        // this rank's own, the one reused, stays.
+                        let others: Buckets = out
+                            .iter_mut()
+                            .enumerate()
+                            .map(|(q, b)| if q == me { Vec::new() } else { std::mem::take(b) })
+                            .collect();
                         (loops, mine, others)
                     },
                 )

@@ -316,7 +316,7 @@ pub(crate) fn bisect(g: &Graph, frac: f64, eps: f64, tries: usize, rng: &mut Str
     // graph has no structure for the vector to find (a random graph's
     // edges do not merge), and its Lanczos steps and their vectors cost
     // 30 passes over the graph and 30 × 8 bytes a vertex (at 10⁷ agents,
-    // 12 % of the partitioner's time and a quarter of a GB).
+    // 12 % of a run's samples).
     let spectral = if g.n() > 2 && g.n() <= SPECTRAL_VERTICES {
         let x = crate::spectral::fiedler_steps(g, rand_core::RngCore::next_u64(rng), 30, 0);
         let mut order: Vec<u32> = (0..g.n() as u32).collect();
